@@ -1,0 +1,2 @@
+// Package demo simulates a fleet of vLLM-like model servers on localhost.
+package demo
