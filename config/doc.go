@@ -1,2 +1,83 @@
 // Package config loads, validates and defaults the appliance's one YAML file.
+//
+// # Schema
+//
+// The top level has these sections; any other key, at any depth, is an
+// error:
+//
+//	global:               # Prometheus' global section, every key it accepts
+//	  scrape_interval: 15s        # default 15s (Prometheus' built-in is 1m)
+//	  scrape_timeout: 10s         # default min(10s, scrape_interval)
+//	  evaluation_interval: 15s    # default 15s
+//	  external_labels: {box: gpu-01}   # values may use ${ENV_VAR}
+//	storage:
+//	  path: data                  # relative to the working directory, like --data
+//	  retention: {raw: 7d, 1m: 30d, 5m: 90d}
+//	  memory_budget: 512MiB       # 0 or absent: sized from the box's memory
+//	query:                        # Prometheus' defaults for its --query.* flags
+//	  timeout: 2m
+//	  max_samples: 50000000
+//	  max_concurrency: 20
+//	  lookback_delta: 5m
+//	scrape_configs: [...]         # Prometheus' scrape_configs, unchanged
+//	scrape_config_files: [...]    # globs of files holding more scrape_configs
+//	rule_files: [...]             # globs of Prometheus rule files
+//	rule_packs: [vllm, gpu]       # embedded packs: see RulePackNames
+//	web:
+//	  listen_address: ":9090"     # --listen overrides
+//	  external_url: ""
+//	  basic_auth_users: {admin: <bcrypt hash>}
+//	  tls_server_config: {cert_file: ..., key_file: ..., client_ca_file: ..., client_auth_type: ...}
+//	  max_request_body_bytes: 32MiB   # remote write and import bodies
+//
+// The sections alerting, probes, slos, reports, remote_write, collectors and
+// autodetect belong to later versions and are refused ("alerting: not
+// supported by this version yet") rather than ignored, so nobody trusts a
+// route or a probe that does not run.
+//
+// Scrape configs are Prometheus' own type (promconfig.ScrapeConfig) and get
+// the global defaults exactly as in Prometheus' Config.UnmarshalYAML:
+// scrape_interval, scrape_timeout (never above the interval), limits,
+// protocols; job names must be unique, also across scrape_config_files.
+// Static, file and HTTP service discovery are registered; other *_sd_configs
+// keys are unknown.
+//
+// Retention tiers must satisfy 0 < raw <= 1m <= 5m, so that a coarser tier
+// always covers what a finer one dropped. A tier left out defaults to the
+// larger of its default and the finer tier: "raw: 60d" alone gives 1m 60d.
+// Sizes (Bytes) take B, KB, MB, GB, TB (powers of 1000) and KiB, MiB, GiB,
+// TiB (powers of 1024).
+//
+// Relative paths (rule_files, scrape_config_files, TLS and credential files,
+// file_sd files) are resolved against the directory of the configuration
+// file. Files of web.tls_server_config must exist when the file is loaded;
+// files of scrape configs are checked by Check only, since a target whose
+// files are missing fails alone at scrape time. A rule_files glob that
+// matches nothing is fine, as in Prometheus.
+//
+// Secrets (passwords, bearer tokens, password hashes) are
+// prometheus/common/config.Secret values, which print as <secret>: String
+// is safe for /api/v1/status/config.
+//
+// # Errors
+//
+// Every error is an *Error that prints as "file:line: message"; Load and
+// LoadFile join several with errors.Join, Check returns them as a slice.
+// All problems are reported, not just the first: each section, and each
+// scrape config, is decoded on its own.
+//
+// Lines come from parsing the file once with yaml v3 into a node tree.
+// Values are decoded with yaml v2 in strict mode, the library Prometheus'
+// types are written for, one subtree at a time; yaml v2's own errors ("line
+// N" of the re-encoded subtree) are mapped back through the node tree, and
+// errors of UnmarshalYAML and Validate methods, which carry no line, are
+// placed at the key or value they are about (the value a message quotes, the
+// key it names, or the item itself). Errors in rule files carry the line
+// inside the rule file, as reported by Prometheus' rulefmt.
+//
+// # Caveats
+//
+// A Config returned by Load is shared read-only; reload replaces it. yaml
+// v3 reports some syntax errors at the line where the enclosing collection
+// starts, e.g. an unclosed [ is reported at the line of the [.
 package config

@@ -1,0 +1,32 @@
+# The appliance's build. `make build` writes bin/appliance; `make test` is
+# the test command CI runs (.ci/run).
+GO        ?= go
+VERSION   ?= 0.1.0
+REVISION  := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
+BUILDDATE := $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+LDFLAGS   := -X main.version=$(VERSION) -X main.revision=$(REVISION) -X main.buildDate=$(BUILDDATE)
+
+.PHONY: build test vet fmt bench-ingest clean
+
+build:
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/appliance ./cmd/appliance
+
+# Unit, integration and end-to-end tests (the e2e tests build the binary).
+test: vet
+	$(GO) test -count=1 -timeout 30m ./...
+
+vet:
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
+	if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
+	$(GO) vet ./...
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')
+
+# Side-by-side ingest benchmark against Prometheus and VictoriaMetrics
+# (builds both from the Go module proxy on first use). See bench/README.md.
+bench-ingest:
+	$(GO) run ./bench/ingest $(ARGS)
+
+clean:
+	rm -rf bin

@@ -1,0 +1,51 @@
+package main
+
+import (
+	"log/slog"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/prometheus/prometheus/config"
+	"github.com/stretchr/testify/require"
+)
+
+// The scrape config is read by Prometheus, VictoriaMetrics and the
+// appliance; Prometheus' own loader is the reference for its syntax.
+func TestScrapeConfigLoadsInPrometheus(t *testing.T) {
+	b := scrapeConfig([]string{"127.0.0.1:9001", "127.0.0.1:9002"}, 5*time.Second)
+	cfg, err := config.Load(string(b), slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	require.Len(t, cfg.ScrapeConfigs, 1)
+	sc := cfg.ScrapeConfigs[0]
+	require.Equal(t, "vllm", sc.JobName)
+	require.Equal(t, 5*time.Second, time.Duration(sc.ScrapeInterval))
+	require.Equal(t, 5*time.Second, time.Duration(sc.ScrapeTimeout))
+	require.Len(t, sc.ServiceDiscoveryConfigs, 1)
+}
+
+func TestRatioUsesBestAnchor(t *testing.T) {
+	mk := func(name string, peak uint64) *result {
+		s, ok := systemByName(name)
+		require.True(t, ok)
+		return &result{sys: s, peakRSS: peak}
+	}
+	rep := &report{results: []*result{mk("prometheus", 400), mk("victoriametrics", 200), mk("appliance", 100)}}
+	require.Contains(t, rep.markdown(), "0.50×")
+}
+
+// sizeFleet must land near the series asked for, counted the way the
+// report counts them.
+func TestSizeFleet(t *testing.T) {
+	ctx := t.Context()
+	o := options{models: 1, targetSeries: 5000, seed: 1}
+	opts, err := sizeFleet(ctx, o)
+	require.NoError(t, err)
+	f, err := startFleet(ctx, opts)
+	require.NoError(t, err)
+	defer f.stop()
+	n, err := countSeries(ctx, &http.Client{Timeout: 10 * time.Second}, f.Targets())
+	require.NoError(t, err)
+	require.InEpsilon(t, 5000, n, 0.1, "series in a fleet of %d instances", opts.Instances)
+	require.NoError(t, f.stop())
+}

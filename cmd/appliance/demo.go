@@ -1,0 +1,101 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/aiserve/appliance/config"
+	"github.com/aiserve/appliance/demo"
+)
+
+// cmdDemo starts a simulated vLLM fleet on localhost and the appliance
+// scraping it, so a newcomer sees real-looking data within a minute.
+func cmdDemo(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var f runFlags
+	f.register(fs)
+	instances := fs.Int("instances", 3, "simulated vLLM instances")
+	basePort := fs.Int("base-port", 8000, "first instance's port (vLLM's default); 0 picks free ports")
+	seed := fs.Int64("seed", 1, "simulation seed")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if f.config != "" {
+		fmt.Fprintln(stderr, "appliance demo: --config is not used; the demo writes its own")
+		return 2
+	}
+	logger, err := newLogger(stderr, f.logLevel, f.logFormat)
+	if err != nil {
+		fmt.Fprintln(stderr, "appliance demo:", err)
+		return 2
+	}
+
+	fopts := demo.DefaultFleetOptions()
+	fopts.Instances = *instances
+	fopts.BasePort = *basePort
+	fopts.Seed = *seed
+	fleet, err := demo.NewFleet(fopts)
+	if err != nil {
+		fmt.Fprintln(stderr, "appliance demo:", err)
+		return 1
+	}
+
+	if f.data == "" {
+		dir, err := os.MkdirTemp("", "appliance-demo-")
+		if err != nil {
+			fmt.Fprintln(stderr, "appliance demo:", err)
+			return 1
+		}
+		defer os.RemoveAll(dir)
+		f.data = dir
+	}
+	listen := f.listen
+	if listen == "" {
+		listen = ":9090"
+	}
+	cfg, err := config.Load([]byte(demoConfig(listen, fleet.Targets())), "demo.yml")
+	if err != nil {
+		fmt.Fprintln(stderr, "appliance demo: generated config:", err)
+		return 1
+	}
+	cfg.Storage.Path = f.data
+	cfg.Web.ListenAddress = listen
+	app, err := newAppliance(cfg, f, logger)
+	if err != nil {
+		logger.Error("cannot start", "err", err)
+		return 1
+	}
+	app.extra = append(app.extra, actor{name: "demo fleet", run: fleet.Run})
+	fmt.Fprintf(stdout, "demo: %d simulated vLLM instances at %s\n", len(fleet.Targets()), strings.Join(fleet.Targets(), ", "))
+	fmt.Fprintf(stdout, "demo: appliance on http://%s  (try /api/v1/query?query=up)\n", localURLHost(listen))
+	if err := app.run(); err != nil {
+		logger.Error("stopped with an error", "err", err)
+		return 1
+	}
+	return 0
+}
+
+// demoConfig scrapes the appliance itself and the fleet every 5 seconds.
+func demoConfig(listen string, targets []string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "global:\n  scrape_interval: 5s\n  scrape_timeout: 5s\n")
+	fmt.Fprintf(&b, "scrape_configs:\n")
+	fmt.Fprintf(&b, "  - job_name: appliance\n    static_configs:\n      - targets: [%q]\n", localURLHost(listen))
+	fmt.Fprintf(&b, "  - job_name: vllm\n    static_configs:\n      - targets:\n")
+	for _, t := range targets {
+		fmt.Fprintf(&b, "          - %q\n", t)
+	}
+	return b.String()
+}
+
+// localURLHost turns a listen address such as ":9090" into "localhost:9090".
+func localURLHost(listen string) string {
+	if strings.HasPrefix(listen, ":") {
+		return "localhost" + listen
+	}
+	return listen
+}

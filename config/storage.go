@@ -1,0 +1,133 @@
+package config
+
+import (
+	"time"
+
+	"github.com/prometheus/common/model"
+)
+
+const day = 24 * time.Hour
+
+// Defaults of the storage and query sections.
+var (
+	DefaultRetentionConfig = RetentionConfig{
+		Raw:        model.Duration(7 * day),
+		OneMinute:  model.Duration(30 * day),
+		FiveMinute: model.Duration(90 * day),
+	}
+	DefaultStorageConfig = StorageConfig{
+		Path:      "data",
+		Retention: DefaultRetentionConfig,
+	}
+	// DefaultQueryConfig holds Prometheus' defaults for its --query.* flags.
+	DefaultQueryConfig = QueryConfig{
+		Timeout:        model.Duration(2 * time.Minute),
+		MaxSamples:     50_000_000,
+		MaxConcurrency: 20,
+		LookbackDelta:  model.Duration(5 * time.Minute),
+	}
+)
+
+// StorageConfig is the storage section.
+type StorageConfig struct {
+	// Path is the data directory, relative to the working directory like
+	// the --data flag that overrides it.
+	Path      string          `yaml:"path"`
+	Retention RetentionConfig `yaml:"retention"`
+	// MemoryBudget caps the memory of the storage's caches; 0 sizes them
+	// from the memory of the box.
+	MemoryBudget Bytes `yaml:"memory_budget,omitempty"`
+}
+
+// RetentionConfig says how long each tier keeps data. A coarser tier keeps
+// data at least as long as a finer one, or queries over old data would find
+// holes.
+type RetentionConfig struct {
+	Raw        model.Duration `yaml:"raw"`
+	OneMinute  model.Duration `yaml:"1m"`
+	FiveMinute model.Duration `yaml:"5m"`
+}
+
+// UnmarshalYAML implements yaml.Unmarshaler.
+func (c *StorageConfig) UnmarshalYAML(unmarshal func(any) error) error {
+	// The tiers are pointers here to tell a tier left out from one set, so
+	// that "raw: 60d" alone raises the 1m and 5m tiers with it instead of
+	// failing against their defaults.
+	var in struct {
+		Path      string `yaml:"path"`
+		Retention struct {
+			Raw        *model.Duration `yaml:"raw"`
+			OneMinute  *model.Duration `yaml:"1m"`
+			FiveMinute *model.Duration `yaml:"5m"`
+		} `yaml:"retention"`
+		MemoryBudget Bytes `yaml:"memory_budget"`
+	}
+	if err := unmarshal(&in); err != nil {
+		return err
+	}
+	*c = DefaultStorageConfig
+	if in.Path != "" {
+		c.Path = in.Path
+	}
+	c.MemoryBudget = in.MemoryBudget
+
+	r := in.Retention
+	tiers := []struct {
+		key string
+		set *model.Duration
+		val *model.Duration
+	}{
+		{"raw", r.Raw, &c.Retention.Raw},
+		{"1m", r.OneMinute, &c.Retention.OneMinute},
+		{"5m", r.FiveMinute, &c.Retention.FiveMinute},
+	}
+	for i, t := range tiers {
+		if t.set != nil {
+			if *t.set <= 0 {
+				return fieldErrorf([]string{"retention", t.key}, "retention %s must be greater than 0", t.key)
+			}
+			*t.val = *t.set
+			continue
+		}
+		if i > 0 && *tiers[i-1].val > *t.val {
+			*t.val = *tiers[i-1].val
+		}
+	}
+	for i := 1; i < len(tiers); i++ {
+		prev, t := tiers[i-1], tiers[i]
+		if *t.val < *prev.val {
+			return fieldErrorf([]string{"retention", t.key},
+				"retention %s (%s) is shorter than retention %s (%s); a coarser tier must keep data at least as long as a finer one",
+				t.key, *t.val, prev.key, *prev.val)
+		}
+	}
+	return nil
+}
+
+// QueryConfig is the query section: limits of the PromQL engine.
+type QueryConfig struct {
+	Timeout        model.Duration `yaml:"timeout"`
+	MaxSamples     int            `yaml:"max_samples"`
+	MaxConcurrency int            `yaml:"max_concurrency"`
+	LookbackDelta  model.Duration `yaml:"lookback_delta"`
+}
+
+// UnmarshalYAML implements yaml.Unmarshaler.
+func (c *QueryConfig) UnmarshalYAML(unmarshal func(any) error) error {
+	*c = DefaultQueryConfig
+	type plain QueryConfig
+	if err := unmarshal((*plain)(c)); err != nil {
+		return err
+	}
+	switch {
+	case c.Timeout <= 0:
+		return fieldErrorf([]string{"timeout"}, "query timeout must be greater than 0")
+	case c.MaxSamples <= 0:
+		return fieldErrorf([]string{"max_samples"}, "query max_samples must be greater than 0")
+	case c.MaxConcurrency <= 0:
+		return fieldErrorf([]string{"max_concurrency"}, "query max_concurrency must be greater than 0")
+	case c.LookbackDelta <= 0:
+		return fieldErrorf([]string{"lookback_delta"}, "query lookback_delta must be greater than 0")
+	}
+	return nil
+}

@@ -1,0 +1,131 @@
+package query
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/prometheus/promql"
+	"github.com/prometheus/prometheus/promql/parser"
+)
+
+// Options are the engine's limits. Zero values are replaced by defaults.
+type Options struct {
+	// Timeout bounds one query's evaluation (Prometheus: 2m).
+	Timeout time.Duration
+	// MaxSamples bounds the samples one query may load at once
+	// (Prometheus: 50,000,000, about 800 MB at 16 bytes a sample).
+	MaxSamples int
+	// MaxConcurrent bounds the queries evaluated at once (Prometheus: 20);
+	// others wait for a slot.
+	MaxConcurrent int
+	// LookbackDelta is how far back an instant selector looks for a sample
+	// (Prometheus: 5m).
+	LookbackDelta time.Duration
+}
+
+// DefaultOptions returns Prometheus' defaults.
+func DefaultOptions() Options {
+	return Options{
+		Timeout:       2 * time.Minute,
+		MaxSamples:    50_000_000,
+		MaxConcurrent: 20,
+		LookbackDelta: 5 * time.Minute,
+	}
+}
+
+func (o Options) withDefaults() Options {
+	d := DefaultOptions()
+	if o.Timeout <= 0 {
+		o.Timeout = d.Timeout
+	}
+	if o.MaxSamples <= 0 {
+		o.MaxSamples = d.MaxSamples
+	}
+	if o.MaxConcurrent <= 0 {
+		o.MaxConcurrent = d.MaxConcurrent
+	}
+	if o.LookbackDelta <= 0 {
+		o.LookbackDelta = d.LookbackDelta
+	}
+	return o
+}
+
+// Engine is Prometheus' PromQL engine with the appliance's limits. It
+// implements promql.QueryEngine and is safe for concurrent use.
+type Engine struct {
+	*promql.Engine
+	opts   Options
+	parser parser.Parser
+	// subqueryStepMs is the step of subqueries written without one.
+	subqueryStepMs atomic.Int64
+}
+
+// New returns an engine with opts (zero fields take defaults). reg may be nil.
+func New(opts Options, logger *slog.Logger, reg prometheus.Registerer) *Engine {
+	opts = opts.withDefaults()
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	p := parser.NewParser(parser.Options{})
+	e := &Engine{opts: opts, parser: p}
+	// Prometheus ties this to the global evaluation_interval (default 1m).
+	e.subqueryStepMs.Store(time.Minute.Milliseconds())
+	e.Engine = promql.NewEngine(promql.EngineOpts{
+		Logger:                   logger,
+		Reg:                      reg,
+		MaxSamples:               opts.MaxSamples,
+		Timeout:                  opts.Timeout,
+		ActiveQueryTracker:       newSlots(opts.MaxConcurrent),
+		LookbackDelta:            opts.LookbackDelta,
+		EnableAtModifier:         true,
+		EnableNegativeOffset:     true,
+		EnablePerStepStats:       true,
+		EnableDelayedNameRemoval: false,
+		Parser:                   p,
+		NoStepSubqueryIntervalFn: func(int64) int64 { return e.subqueryStepMs.Load() },
+	})
+	return e
+}
+
+// Options returns the limits in force.
+func (e *Engine) Options() Options { return e.opts }
+
+// Parser returns the PromQL parser the engine uses.
+func (e *Engine) Parser() parser.Parser { return e.parser }
+
+// SetNoStepSubqueryInterval sets the default resolution of subqueries
+// without a step (`x[1h:]`), which Prometheus ties to the global evaluation
+// interval.
+func (e *Engine) SetNoStepSubqueryInterval(d time.Duration) {
+	if ms := d.Milliseconds(); ms > 0 {
+		e.subqueryStepMs.Store(ms)
+	}
+}
+
+// slots is an in-memory promql.QueryTracker that only bounds concurrency.
+// Prometheus' own tracker also writes active queries to an mmapped file to
+// log them after a crash; the appliance does not need that.
+type slots struct {
+	sem chan struct{}
+}
+
+func newSlots(n int) *slots { return &slots{sem: make(chan struct{}, n)} }
+
+func (s *slots) GetMaxConcurrent() int { return cap(s.sem) }
+
+func (s *slots) Insert(ctx context.Context, _ string) (int, error) {
+	select {
+	case s.sem <- struct{}{}:
+		return 0, nil
+	case <-ctx.Done():
+		return 0, errors.Join(errors.New("waiting for a free query slot"), ctx.Err())
+	}
+}
+
+func (s *slots) Delete(int) { <-s.sem }
+
+func (s *slots) Close() error { return nil }

@@ -1,0 +1,144 @@
+package scrape
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	promconfig "github.com/prometheus/prometheus/config"
+	"github.com/prometheus/prometheus/discovery"
+	_ "github.com/prometheus/prometheus/discovery/file" // file_sd_configs
+	_ "github.com/prometheus/prometheus/discovery/http" // http_sd_configs
+	"github.com/prometheus/prometheus/model/labels"
+	promscrape "github.com/prometheus/prometheus/scrape"
+	"github.com/prometheus/prometheus/storage"
+)
+
+// Options configure a Scraper.
+type Options struct {
+	Logger     *slog.Logger
+	Registerer prometheus.Registerer // may be nil
+	// Appendable receives every scraped sample, with metadata.
+	Appendable storage.AppendableV2
+	// ExternalLabels are not attached to samples (Prometheus keeps them for
+	// federation and remote write); they are used only to seed scrape
+	// offsets so that several appliances spread their scrapes.
+	ExternalLabels labels.Labels
+}
+
+// Scraper owns the discovery and scrape managers.
+type Scraper struct {
+	logger *slog.Logger
+	disc   *discovery.Manager
+	mgr    *promscrape.Manager
+
+	// discCtx is the discovery manager's lifetime; Prometheus' discovery
+	// manager takes its context at construction and starts providers under
+	// it on ApplyConfig.
+	discCtx    context.Context
+	discCancel context.CancelFunc
+
+	mu      sync.Mutex
+	running bool
+}
+
+// New builds the managers. It starts no goroutines; Run does.
+func New(opts Options) (*Scraper, error) {
+	if opts.Appendable == nil {
+		return nil, errors.New("scrape: no appendable")
+	}
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	reg := opts.Registerer
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	sdMetrics, err := discovery.CreateAndRegisterSDMetrics(reg)
+	if err != nil {
+		return nil, fmt.Errorf("register discovery metrics: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	disc := discovery.NewManager(ctx, logger.With("component", "discovery"), reg, sdMetrics, discovery.Name("scrape"))
+	if disc == nil {
+		cancel()
+		return nil, errors.New("create discovery manager")
+	}
+	mgr, err := promscrape.NewManager(&promscrape.Options{
+		// Metadata goes to the appender so the storage can keep it per family.
+		AppendMetadata:           true,
+		DiscoveryReloadOnStartup: true,
+	}, logger.With("component", "scrape"), nil, nil, opts.Appendable, reg)
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("create scrape manager: %w", err)
+	}
+	return &Scraper{logger: logger, disc: disc, mgr: mgr, discCtx: ctx, discCancel: cancel}, nil
+}
+
+// ApplyConfig applies the scrape part of cfg. The scrape manager goes first
+// so it knows a job's settings before discovery hands it the job's targets
+// (the order Prometheus uses).
+func (s *Scraper) ApplyConfig(cfg *promconfig.Config) error {
+	if err := s.mgr.ApplyConfig(cfg); err != nil {
+		return fmt.Errorf("apply scrape config: %w", err)
+	}
+	scfgs, err := cfg.GetScrapeConfigs()
+	if err != nil {
+		return fmt.Errorf("read scrape configs: %w", err)
+	}
+	c := make(map[string]discovery.Configs, len(scfgs))
+	for _, sc := range scfgs {
+		c[sc.JobName] = sc.ServiceDiscoveryConfigs
+	}
+	if err := s.disc.ApplyConfig(c); err != nil {
+		return fmt.Errorf("apply discovery config: %w", err)
+	}
+	return nil
+}
+
+// Manager returns Prometheus' scrape manager, which the HTTP API reads
+// targets, scrape pools and metadata from.
+func (s *Scraper) Manager() *promscrape.Manager { return s.mgr }
+
+// Run scrapes until ctx ends, then stops discovery and every scrape loop.
+// Stopping writes staleness markers for the targets' series, as Prometheus
+// does on shutdown, so the storage must still be open when Run returns.
+func (s *Scraper) Run(ctx context.Context) error {
+	s.mu.Lock()
+	if s.running {
+		s.mu.Unlock()
+		return errors.New("scrape: already running")
+	}
+	s.running = true
+	s.mu.Unlock()
+
+	var wg sync.WaitGroup
+	errc := make(chan error, 2)
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		if err := s.disc.Run(); err != nil && !errors.Is(err, context.Canceled) {
+			errc <- fmt.Errorf("discovery: %w", err)
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		if err := s.mgr.Run(s.disc.SyncCh()); err != nil {
+			errc <- fmt.Errorf("scrape manager: %w", err)
+		}
+	}()
+	var err error
+	select {
+	case <-ctx.Done():
+	case err = <-errc:
+	}
+	s.discCancel()
+	s.mgr.Stop()
+	wg.Wait()
+	return err
+}

@@ -1,0 +1,128 @@
+package storage
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	vmstorage "github.com/VictoriaMetrics/VictoriaMetrics/lib/storage"
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/tsdb"
+	"github.com/prometheus/prometheus/tsdb/index"
+)
+
+// The methods in this file make DB a web/api/v1 TSDBAdminStats, so that
+// Prometheus' /api/v1/status/tsdb and admin endpoints work unchanged.
+
+const msecPerDay = 24 * 3600 * 1000
+
+// minStatsTopN is the top-N asked from VictoriaMetrics even for a small
+// limit, so that NumLabelPairs (the sum over label names) is exact for up to
+// that many label names.
+const minStatsTopN = 1000
+
+// Stats returns cardinality statistics of today's (UTC) series, which is
+// what VictoriaMetrics indexes per day and the closest match to Prometheus'
+// head. Fields follow Prometheus' meaning (see tsdb/index.MemPostings.Stats):
+// CardinalityMetricsStats counts series per value of statsByLabelName,
+// CardinalityLabelStats counts values per label name, LabelValuePairsStats
+// counts series per label pair. LabelValueStats (Prometheus' memory by label
+// name) has no VictoriaMetrics equivalent and is left empty. MinTime and
+// MaxTime are those of samples committed since Open, or today so far.
+func (db *DB) Stats(statsByLabelName string, limit int) (*tsdb.Stats, error) {
+	if limit <= 0 {
+		limit = 10
+	}
+	if err := db.readLock(); err != nil {
+		return nil, err
+	}
+	defer db.readUnlock()
+	now := time.Now().UnixMilli()
+	date := uint64(now / msecPerDay)
+	focus := statsByLabelName
+	if focus == labels.MetricName {
+		focus = ""
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	st, err := db.vm.GetTSDBStatus(nil, nil, date, focus, max(limit, minStatsTopN), db.opts.MaxSeriesPerQuery, vmDeadline(ctx))
+	if err != nil {
+		return nil, fmt.Errorf("collect tsdb stats: %w", err)
+	}
+	metrics := st.SeriesCountByMetricName
+	if focus != "" {
+		metrics = st.SeriesCountByFocusLabelValue
+	}
+	var pairs uint64
+	for _, e := range st.LabelValueCountByLabelName {
+		pairs += e.Count
+	}
+	minT, maxT := db.minT.Load(), db.maxT.Load()
+	if minT == math.MaxInt64 {
+		minT, maxT = int64(date)*msecPerDay, now
+	}
+	return &tsdb.Stats{
+		NumSeries: st.TotalSeries,
+		MinTime:   minT,
+		MaxTime:   maxT,
+		IndexPostingStats: &index.PostingsStats{
+			CardinalityMetricsStats: topStats(metrics, limit),
+			CardinalityLabelStats:   topStats(st.LabelValueCountByLabelName, limit),
+			LabelValuePairsStats:    topStats(st.SeriesCountByLabelValuePair, limit),
+			NumLabelPairs:           int(pairs),
+		},
+	}, nil
+}
+
+func topStats(es []vmstorage.TopHeapEntry, limit int) []index.Stat {
+	es = es[:min(len(es), limit)]
+	out := make([]index.Stat, len(es))
+	for i, e := range es {
+		out[i] = index.Stat{Name: e.Name, Count: e.Count}
+	}
+	return out
+}
+
+// CleanTombstones is a no-op: deletes take effect at once.
+func (*DB) CleanTombstones() error { return nil }
+
+// Delete deletes whole series matching ms. VictoriaMetrics cannot delete
+// part of a series, so [mint, maxt] must cover all the data kept (the
+// default of Prometheus' delete_series API when start and end are omitted);
+// otherwise Delete returns ErrNotSupported and deletes nothing.
+func (db *DB) Delete(_ context.Context, mint, maxt int64, ms ...*labels.Matcher) error {
+	if len(ms) == 0 {
+		return fmt.Errorf("delete series: no matchers")
+	}
+	now := time.Now().UnixMilli()
+	if mint > now-db.opts.RetentionRaw.Milliseconds() || maxt < now+futureRetention.Milliseconds() {
+		return fmt.Errorf("delete part of a series' time range: %w; omit start and end to delete whole series", ErrNotSupported)
+	}
+	tfs, err := toTagFilters(ms)
+	if err != nil {
+		return fmt.Errorf("delete series: %w", err)
+	}
+	if err := db.readLock(); err != nil {
+		return err
+	}
+	defer db.readUnlock()
+	if _, err := db.vm.DeleteSeries(nil, tfs, db.opts.MaxSeriesPerQuery); err != nil {
+		return tooManySeries(fmt.Errorf("delete series: %w", err), db.opts.MaxSeriesPerQuery)
+	}
+	return nil
+}
+
+// Snapshot is not supported: VictoriaMetrics snapshots are taken by the
+// appliance's own backup path, not through Prometheus' API.
+func (*DB) Snapshot(string, bool) error {
+	return fmt.Errorf("tsdb snapshot: %w", ErrNotSupported)
+}
+
+// WALReplayStatus reports nothing to replay: VictoriaMetrics has no WAL.
+func (*DB) WALReplayStatus() (tsdb.WALReplayStatus, error) {
+	return tsdb.WALReplayStatus{}, nil
+}
+
+// BlockMetas returns no blocks: VictoriaMetrics has parts, not Prometheus blocks.
+func (*DB) BlockMetas() ([]tsdb.BlockMeta, error) { return nil, nil }

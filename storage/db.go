@@ -1,0 +1,332 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	vmstorage "github.com/VictoriaMetrics/VictoriaMetrics/lib/storage"
+	"github.com/prometheus/client_golang/prometheus"
+	promstorage "github.com/prometheus/prometheus/storage"
+	"go.etcd.io/bbolt"
+)
+
+// Compile-time checks of the interfaces Prometheus' scrape manager, rules
+// manager, PromQL engine and web/api/v1 use.
+var (
+	_ promstorage.AppendableV2            = (*DB)(nil)
+	_ promstorage.Appendable              = (*DB)(nil)
+	_ promstorage.SampleAndChunkQueryable = (*DB)(nil)
+	_ promstorage.ExemplarQueryable       = (*DB)(nil)
+)
+
+// Sentinel errors callers may branch on.
+var (
+	// ErrClosed is returned by operations on a DB after Close.
+	ErrClosed = errors.New("storage is closed")
+	// ErrNotSupported is returned by admin operations the VictoriaMetrics
+	// engine cannot do (snapshots through the Prometheus API, deleting part
+	// of a series' time range).
+	ErrNotSupported = errors.New("not supported by this storage")
+)
+
+const (
+	// precisionBits is what AddRows keeps of each value: 64 means VM's
+	// decimal encoding loses nothing beyond its ~15-17 significant digits.
+	precisionBits = 64
+
+	// futureRetention is how far ahead of now VictoriaMetrics accepts
+	// samples (its minimum, -futureRetention=2d).
+	futureRetention = 48 * time.Hour
+
+	// defaultMaxSeriesPerQuery bounds one Select, LabelNames or LabelValues:
+	// VictoriaMetrics fails a search that matches more series with an error.
+	defaultMaxSeriesPerQuery = 1_000_000
+	// defaultMaxSamplesPerQuery bounds the samples one Select loads into
+	// memory (16 bytes each: 50M is 800 MB).
+	defaultMaxSamplesPerQuery = 50_000_000
+	// defaultQueryTimeout applies when the context of a query has no deadline.
+	defaultQueryTimeout = 5 * time.Minute
+)
+
+// Options configure a DB. Start from DefaultOptions.
+type Options struct {
+	// Path is the data directory: the raw tier lives in <Path>/tsdb/raw and
+	// the bbolt state file is <Path>/state.db.
+	Path string
+	// RetentionRaw is how long raw samples are kept (default 7 days).
+	// Samples older than that are refused by Append.
+	RetentionRaw time.Duration
+	// MemoryBudget is how many bytes VictoriaMetrics' caches may use in this
+	// process; 0 means 25% of RAM (or of the cgroup limit), at least 256 MiB
+	// and at most 2 GiB. It is process-wide: the first Open sets it.
+	MemoryBudget int64
+	// Logger receives the DB's and VictoriaMetrics' warnings; nil discards them.
+	Logger *slog.Logger
+	// Registerer receives the appliance_storage_* self-metrics; may be nil.
+	Registerer prometheus.Registerer
+
+	// MaxSeriesPerQuery bounds the series one query may touch (0 = 1e6).
+	MaxSeriesPerQuery int
+	// MaxSamplesPerQuery bounds the samples one Select may load (0 = 5e7).
+	MaxSamplesPerQuery int
+}
+
+// DefaultOptions returns the options the appliance runs with; set Path.
+func DefaultOptions() Options {
+	return Options{
+		RetentionRaw:       7 * 24 * time.Hour,
+		MaxSeriesPerQuery:  defaultMaxSeriesPerQuery,
+		MaxSamplesPerQuery: defaultMaxSamplesPerQuery,
+	}
+}
+
+// DB is the appliance's time-series store. All its methods are safe for
+// concurrent use; the appenders it hands out are not (one per goroutine).
+type DB struct {
+	opts   Options
+	logger *slog.Logger
+
+	vm    *vmstorage.Storage
+	state *bbolt.DB
+
+	names *seriesCache
+	meta  *metadataStore
+
+	// closeMu is held for reading by every operation that touches vm, and
+	// for writing by Close, so that nothing reaches a closed VM storage
+	// (which would crash the process rather than return an error).
+	closeMu sync.RWMutex
+	closed  bool
+
+	// addRowsSem bounds concurrent AddRows calls to the number of CPUs, as
+	// VictoriaMetrics asks.
+	addRowsSem chan struct{}
+
+	// minT and maxT are the oldest and newest timestamps committed since
+	// Open, for Stats.
+	minT, maxT atomic.Int64
+
+	metrics *dbMetrics
+}
+
+// Open opens or creates the storage under opts.Path. It starts no goroutines
+// of its own (VictoriaMetrics runs its background mergers until Close).
+func Open(opts Options) (db *DB, err error) {
+	def := DefaultOptions()
+	if opts.Path == "" {
+		return nil, errors.New("open storage: empty data path")
+	}
+	if opts.RetentionRaw <= 0 {
+		opts.RetentionRaw = def.RetentionRaw
+	}
+	if opts.RetentionRaw < 24*time.Hour {
+		return nil, fmt.Errorf("open storage: raw retention %s is below the minimum of 24h", opts.RetentionRaw)
+	}
+	if opts.MaxSeriesPerQuery <= 0 {
+		opts.MaxSeriesPerQuery = def.MaxSeriesPerQuery
+	}
+	if opts.MaxSamplesPerQuery <= 0 {
+		opts.MaxSamplesPerQuery = def.MaxSamplesPerQuery
+	}
+	if opts.MemoryBudget < 0 {
+		return nil, fmt.Errorf("open storage: negative memory budget %d", opts.MemoryBudget)
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if err := vmInit(opts.MemoryBudget, opts.Logger); err != nil {
+		return nil, fmt.Errorf("open storage: %w", err)
+	}
+
+	rawPath := filepath.Join(opts.Path, "tsdb", "raw")
+	if err := checkWritableDir(rawPath); err != nil {
+		return nil, fmt.Errorf("open storage: %w", err)
+	}
+
+	statePath := filepath.Join(opts.Path, "state.db")
+	state, err := bbolt.Open(statePath, 0o600, &bbolt.Options{Timeout: 2 * time.Second})
+	if err != nil {
+		if errors.Is(err, bbolt.ErrTimeout) {
+			return nil, fmt.Errorf("open state file %s: locked by another process; stop the other appliance using %s", statePath, opts.Path)
+		}
+		return nil, fmt.Errorf("open state file %s: %w", statePath, err)
+	}
+	defer func() {
+		if err != nil {
+			_ = state.Close()
+		}
+	}()
+
+	meta, err := loadMetadata(state, log)
+	if err != nil {
+		return nil, fmt.Errorf("open storage: %w", err)
+	}
+
+	vm, err := openVM(rawPath, opts.RetentionRaw)
+	if err != nil {
+		return nil, fmt.Errorf("open raw tier %s: %w", rawPath, err)
+	}
+
+	db = &DB{
+		opts:       opts,
+		logger:     log,
+		vm:         vm,
+		state:      state,
+		names:      newSeriesCache(seriesCacheSize(opts.MemoryBudget)),
+		meta:       meta,
+		addRowsSem: make(chan struct{}, runtime.GOMAXPROCS(0)),
+	}
+	db.minT.Store(math.MaxInt64)
+	db.maxT.Store(math.MinInt64)
+	db.metrics = newDBMetrics(db, opts.Registerer)
+	if err := db.metrics.register(); err != nil {
+		db.metrics.reg = nil // nothing to unregister
+		_ = db.Close()
+		return nil, fmt.Errorf("open storage: register metrics: %w", err)
+	}
+	return db, nil
+}
+
+// openVM opens VictoriaMetrics storage and turns its panics (a corrupt
+// part, a lock held by another process, a disk error) into an error.
+func openVM(path string, retention time.Duration) (vm *vmstorage.Storage, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			vm = nil
+			err = fmt.Errorf("victoriametrics: %v; check the disk and the directory permissions, and that no other appliance uses it", r)
+		}
+	}()
+	return vmstorage.MustOpenStorage(path, vmstorage.OpenOptions{
+		Retention:       retention,
+		FutureRetention: futureRetention,
+	}), nil
+}
+
+// checkWritableDir creates dir if needed and proves a file can be written
+// and synced there, so that VictoriaMetrics does not panic on first write.
+func checkWritableDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("create data directory: %w", err)
+	}
+	f, err := os.CreateTemp(dir, ".write-check-*")
+	if err != nil {
+		return fmt.Errorf("data directory %s is not writable: %w", dir, err)
+	}
+	name := f.Name()
+	defer os.Remove(name)
+	if _, err := f.Write([]byte("ok")); err != nil {
+		f.Close()
+		return fmt.Errorf("write to data directory %s: %w", dir, err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("sync data directory %s: %w", dir, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("write to data directory %s: %w", dir, err)
+	}
+	return nil
+}
+
+// seriesCacheSize is the number of label sets whose marshalled VM name the
+// appenders keep: about 1/8 of the memory budget at ~200 bytes a series.
+func seriesCacheSize(budget int64) int {
+	if budget <= 0 {
+		budget = vmMemoryBudget
+	}
+	return int(min(max(budget/8/200, 100_000), 4_000_000))
+}
+
+// Close flushes pending samples to disk and closes VictoriaMetrics and the
+// state file. It is safe to call more than once; appenders and queriers used
+// afterwards return ErrClosed.
+func (db *DB) Close() (err error) {
+	db.closeMu.Lock()
+	defer db.closeMu.Unlock()
+	if db.closed {
+		return nil
+	}
+	db.closed = true
+	db.metrics.unregister()
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				err = fmt.Errorf("close raw tier: %v", r)
+			}
+		}()
+		db.vm.MustClose()
+	}()
+	if e := db.state.Close(); e != nil {
+		err = errors.Join(err, fmt.Errorf("close state file: %w", e))
+	}
+	return err
+}
+
+// Flush makes everything committed so far visible to queries (VM's
+// DebugFlush). Samples become durable on VM's own schedule (about a second
+// for the in-memory buffers, a few seconds to disk) whether Flush is called
+// or not.
+func (db *DB) Flush() {
+	db.closeMu.RLock()
+	defer db.closeMu.RUnlock()
+	if db.closed {
+		return
+	}
+	db.vm.DebugFlush()
+}
+
+// State returns the bbolt file for state that is not a time series. Each
+// package uses its own bucket; the storage package uses "storage.metadata".
+// It must not be used after Close.
+func (db *DB) State() *bbolt.DB { return db.state }
+
+// ActiveSeries is the number of series that received samples in the current
+// or the previous hour (VictoriaMetrics' hour index), the closest figure to
+// Prometheus' head series.
+func (db *DB) ActiveSeries() int {
+	db.closeMu.RLock()
+	defer db.closeMu.RUnlock()
+	if db.closed {
+		return 0
+	}
+	var m vmstorage.Metrics
+	db.vm.UpdateMetrics(&m)
+	return int(m.HourMetricIDCacheSize)
+}
+
+// readLock takes the close lock for an operation on vm.
+func (db *DB) readLock() error {
+	db.closeMu.RLock()
+	if db.closed {
+		db.closeMu.RUnlock()
+		return ErrClosed
+	}
+	return nil
+}
+
+func (db *DB) readUnlock() { db.closeMu.RUnlock() }
+
+// noteTimeRange widens the committed time range seen since Open.
+func (db *DB) noteTimeRange(minT, maxT int64) {
+	for {
+		cur := db.minT.Load()
+		if minT >= cur || db.minT.CompareAndSwap(cur, minT) {
+			break
+		}
+	}
+	for {
+		cur := db.maxT.Load()
+		if maxT <= cur || db.maxT.CompareAndSwap(cur, maxT) {
+			break
+		}
+	}
+}

@@ -1,0 +1,187 @@
+package storage
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"sync/atomic"
+
+	"github.com/prometheus/prometheus/model/labels"
+	promstorage "github.com/prometheus/prometheus/storage"
+)
+
+// errLabelTooLong is returned for a label name or value VictoriaMetrics
+// cannot encode (its raw names use 16-bit lengths).
+var errLabelTooLong = errors.New("label name or value longer than 65535 bytes")
+
+// errNoLabels is returned for a sample without any non-empty label.
+var errNoLabels = errors.New("series has no labels")
+
+// collisionRefBit marks SeriesRefs handed out for a label set whose hash
+// collides with another cached label set: such refs come from a counter,
+// not from the hash, so they never alias.
+const collisionRefBit = 1 << 63
+
+// seriesCache maps SeriesRefs to the marshalled VictoriaMetrics raw metric
+// name of their label set, so the append hot path does not re-marshal labels
+// that the scrape loop already identified by ref.
+//
+// A ref is the labels' hash (top bit cleared), so it is stable across
+// appenders and restarts. The cache is bounded: it keeps two generations per
+// shard and drops the older one when the newer is full, like VM's
+// workingsetcache. An evicted ref is simply resolved again from the labels
+// the caller passes with it.
+type seriesCache struct {
+	shards      [seriesCacheShards]seriesCacheShard
+	maxPerShard int
+
+	// collisions holds label sets whose hash is taken by another one,
+	// keyed by raw name. Practically always empty.
+	collisionsMu  sync.Mutex
+	collisions    map[string]uint64
+	nextCollision atomic.Uint64
+}
+
+const seriesCacheShards = 16
+
+type seriesCacheShard struct {
+	mu         sync.RWMutex
+	curr, prev map[uint64][]byte
+	_          [40]byte // keep shards on separate cache lines
+}
+
+func newSeriesCache(maxEntries int) *seriesCache {
+	c := &seriesCache{maxPerShard: max(maxEntries/seriesCacheShards/2, 1024)}
+	for i := range c.shards {
+		c.shards[i].curr = make(map[uint64][]byte)
+	}
+	return c
+}
+
+// get returns the raw name cached for ref.
+func (c *seriesCache) get(ref uint64) ([]byte, bool) {
+	sh := &c.shards[ref%seriesCacheShards]
+	sh.mu.RLock()
+	raw, ok := sh.curr[ref]
+	if !ok && sh.prev != nil {
+		raw, ok = sh.prev[ref]
+		if ok {
+			sh.mu.RUnlock()
+			sh.mu.Lock()
+			sh.put(ref, raw, c.maxPerShard)
+			sh.mu.Unlock()
+			return raw, true
+		}
+	}
+	sh.mu.RUnlock()
+	return raw, ok
+}
+
+func (sh *seriesCacheShard) put(ref uint64, raw []byte, maxEntries int) {
+	if len(sh.curr) >= maxEntries {
+		sh.prev = sh.curr
+		sh.curr = make(map[uint64][]byte, maxEntries/4)
+	}
+	sh.curr[ref] = raw
+}
+
+// resolve returns the ref and the cached raw name for ls. scratch is a
+// buffer the caller owns; it is returned, grown, for reuse.
+func (c *seriesCache) resolve(ls labels.Labels, scratch []byte) (ref uint64, raw, scratchOut []byte, err error) {
+	scratch, err = marshalRawName(scratch[:0], ls)
+	if err != nil {
+		return 0, nil, scratch, err
+	}
+	ref = ls.Hash() &^ collisionRefBit
+	if ref == 0 {
+		ref = 1
+	}
+	if cached, ok := c.get(ref); ok {
+		if bytes.Equal(cached, scratch) {
+			return ref, cached, scratch, nil
+		}
+		ref, raw = c.resolveCollision(scratch)
+		return ref, raw, scratch, nil
+	}
+	raw = bytes.Clone(scratch)
+	sh := &c.shards[ref%seriesCacheShards]
+	sh.mu.Lock()
+	if cached, ok := sh.curr[ref]; ok && !bytes.Equal(cached, raw) {
+		sh.mu.Unlock()
+		ref, raw = c.resolveCollision(raw)
+		return ref, raw, scratch, nil
+	}
+	sh.put(ref, raw, c.maxPerShard)
+	sh.mu.Unlock()
+	return ref, raw, scratch, nil
+}
+
+func (c *seriesCache) resolveCollision(name []byte) (uint64, []byte) {
+	c.collisionsMu.Lock()
+	defer c.collisionsMu.Unlock()
+	if c.collisions == nil {
+		c.collisions = make(map[string]uint64)
+	}
+	ref, ok := c.collisions[string(name)]
+	if !ok {
+		ref = collisionRefBit | c.nextCollision.Add(1)
+		c.collisions[string(name)] = ref
+	}
+	if cached, ok := c.get(ref); ok {
+		return ref, cached
+	}
+	raw := bytes.Clone(name)
+	sh := &c.shards[ref%seriesCacheShards]
+	sh.mu.Lock()
+	sh.put(ref, raw, c.maxPerShard)
+	sh.mu.Unlock()
+	return ref, raw
+}
+
+// lookup is the hot path of Append: a ref the caller got from an earlier
+// Append is trusted (as Prometheus' head trusts it); anything else is
+// resolved from the labels.
+func (c *seriesCache) lookup(ref promstorage.SeriesRef, ls labels.Labels, scratch []byte) (promstorage.SeriesRef, []byte, []byte, error) {
+	if ref != 0 {
+		if raw, ok := c.get(uint64(ref)); ok {
+			return ref, raw, scratch, nil
+		}
+	}
+	r, raw, scratch, err := c.resolve(ls, scratch)
+	return promstorage.SeriesRef(r), raw, scratch, err
+}
+
+// marshalRawName appends ls in VictoriaMetrics' raw metric name format
+// (what lib/storage.MarshalMetricNameRaw produces from prompb labels): for
+// each label with a non-empty value a 2-byte big-endian name length, the
+// name ("" for __name__), a 2-byte value length and the value.
+func marshalRawName(dst []byte, ls labels.Labels) ([]byte, error) {
+	start := len(dst)
+	var err error
+	ls.Range(func(l labels.Label) {
+		if l.Value == "" || err != nil {
+			return
+		}
+		name := l.Name
+		if name == labels.MetricName {
+			name = ""
+		}
+		if len(name) > math.MaxUint16 || len(l.Value) > math.MaxUint16 {
+			err = fmt.Errorf("%w: %.64s...", errLabelTooLong, l.Name)
+			return
+		}
+		dst = append(dst, byte(len(name)>>8), byte(len(name)))
+		dst = append(dst, name...)
+		dst = append(dst, byte(len(l.Value)>>8), byte(len(l.Value)))
+		dst = append(dst, l.Value...)
+	})
+	if err != nil {
+		return dst[:start], err
+	}
+	if len(dst) == start {
+		return dst, errNoLabels
+	}
+	return dst, nil
+}

@@ -1,0 +1,26 @@
+// Package ui serves everything HTTP on the appliance's one port.
+//
+// The Prometheus-compatible API under /api/v1 is Prometheus' own
+// web/api/v1 handler mounted on echo, so query, query_range, series, labels,
+// label values, targets, status/* and the remote-write receiver answer with
+// Prometheus' JSON, status codes and error format: Grafana's Prometheus data
+// source and every Prometheus client work unchanged. The appliance replaces
+// a few endpoints where its model differs from Prometheus':
+//
+//   - /api/v1/status/config prints the appliance's whole config (secrets
+//     redacted), not only the Prometheus part;
+//   - /api/v1/metadata reads metadata kept by the storage per family, so
+//     pushed series and targets that are gone still have it;
+//   - /api/v1/import/prometheus takes the text format with optional
+//     millisecond timestamps (VictoriaMetrics' path and semantics): the body
+//     is parsed whole before anything is written, so a bad line is a 400
+//     naming the line and nothing of the body is stored.
+//
+// Operations: the appliance's own /metrics, /-/healthy, /-/ready,
+// /-/reload (POST or PUT), optional basic auth with bcrypt hashes (the same
+// scheme as Prometheus' web config) and TLS.
+//
+// Request bodies of the ingest endpoints are limited to
+// Options.MaxRequestBodyBytes; a larger one is refused with 413 before
+// anything is written.
+package ui

@@ -1,0 +1,204 @@
+package ui
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"os"
+	"runtime"
+	"strconv"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	remoteapi "github.com/prometheus/client_golang/exp/api/remote"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/common/route"
+	promconfig "github.com/prometheus/prometheus/config"
+	"github.com/prometheus/prometheus/model/metadata"
+	"github.com/prometheus/prometheus/rules"
+	"github.com/prometheus/prometheus/util/notifications"
+	apiv1 "github.com/prometheus/prometheus/web/api/v1"
+)
+
+// mountPrometheusAPI serves Prometheus' own API handler under /api/v1 and
+// the appliance's replacements next to it; echo's router prefers the exact
+// routes over the /api/v1/* wildcard.
+func (s *Server) mountPrometheusAPI(e *echo.Echo) {
+	o := s.opts
+	promCfg := o.PromConfig
+	if promCfg == nil {
+		promCfg = func() promconfig.Config { return promconfig.DefaultConfig }
+	}
+	rr := o.Rules
+	if rr == nil {
+		rr = noRules{}
+	}
+	host, _ := os.Hostname()
+	api := apiv1.NewAPI(
+		o.Engine,
+		o.Storage,
+		o.Storage,
+		o.Storage,
+		func(context.Context) apiv1.ScrapePoolsRetriever { return o.Targets },
+		func(context.Context) apiv1.TargetRetriever { return o.Targets },
+		func(context.Context) apiv1.AlertmanagerRetriever { return noAlertmanagers{} },
+		promCfg,
+		o.Flags,
+		apiv1.GlobalURLOptions{ListenAddress: o.ListenAddress, Host: o.ListenAddress, Scheme: "http"},
+		s.readyOnly,
+		o.Storage,
+		"",    // dbDir: only the admin snapshot uses it
+		false, // admin API off: deletion and snapshots are not offered
+		false, // search API off
+		0,
+		s.logger.With("component", "api"),
+		func(context.Context) apiv1.RulesRetriever { return rr },
+		0, 1, 1048576, // remote read: sample limit, concurrency, frame size
+		false, // not an agent
+		nil,   // no CORS origin
+		func() (apiv1.RuntimeInfo, error) {
+			return apiv1.RuntimeInfo{
+				StartTime:           s.started,
+				Hostname:            host,
+				ServerTime:          time.Now().UTC(),
+				ReloadConfigSuccess: true,
+				GoroutineCount:      runtime.NumGoroutine(),
+				GOMAXPROCS:          runtime.GOMAXPROCS(0),
+				GOGC:                os.Getenv("GOGC"),
+				GODEBUG:             os.Getenv("GODEBUG"),
+				StorageRetention:    o.StorageRetention,
+			}, nil
+		},
+		&o.BuildInfo,
+		func() []notifications.Notification { return nil },
+		func() (<-chan notifications.Notification, func(), bool) { return nil, func() {}, false },
+		apiGatherer(o),
+		o.Registerer,
+		nil,
+		true, // remote write receiver on
+		remoteapi.MessageTypes{remoteapi.WriteV1MessageType, remoteapi.WriteV2MessageType},
+		false, false, false, // OTLP off
+		o.LookbackDelta,
+		false, // type-and-unit labels off
+		true,  // keep metadata that remote write sends
+		nil,
+		nil,
+		apiv1.OpenAPIOptions{},
+		nil,
+		false,
+		0,
+	)
+	r := route.New()
+	api.Register(r)
+	prom := http.StripPrefix("/api/v1", r)
+	e.Any("/api/v1/*", echo.WrapHandler(prom))
+
+	limit := s.limitBody
+	e.POST("/api/v1/write", echo.WrapHandler(prom), limit)
+	e.POST("/api/v1/import/prometheus", s.importPrometheus, limit)
+	e.GET("/api/v1/status/config", s.statusConfig)
+	e.GET("/api/v1/metadata", s.metadata)
+}
+
+// apiGatherer is what Prometheus' API reads its own figures from.
+// /api/v1/status/tsdb takes headStats.chunkCount from the gauge
+// prometheus_tsdb_head_chunks; the appliance has no head chunks, so it
+// reports one open chunk per active series (what a Prometheus head holds),
+// instead of the MinInt64 Prometheus prints when the gauge is missing.
+func apiGatherer(o Options) prometheus.Gatherer {
+	as, ok := o.Storage.(interface{ ActiveSeries() int })
+	if !ok {
+		return o.Gatherer
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "prometheus_tsdb_head_chunks",
+		Help: "Open chunks: one per active series.",
+	}, func() float64 { return float64(as.ActiveSeries()) }))
+	return prometheus.Gatherers{o.Gatherer, reg}
+}
+
+// readyOnly refuses API calls with 503 until the appliance is ready.
+func (s *Server) readyOnly(next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if !s.ready.Load() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte("Service Unavailable"))
+			return
+		}
+		next(w, r)
+	}
+}
+
+// limitBody bounds the request body; reading past the limit fails the
+// handler's read, which answers 400 or 413 before writing anything.
+func (s *Server) limitBody(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		req := c.Request()
+		if req.ContentLength > s.opts.MaxRequestBodyBytes {
+			return apiError(c, http.StatusRequestEntityTooLarge, "bad_data",
+				"request body of "+strconv.FormatInt(req.ContentLength, 10)+" bytes exceeds the limit of "+
+					strconv.FormatInt(s.opts.MaxRequestBodyBytes, 10)+" bytes (web.max_request_body_bytes)")
+		}
+		req.Body = http.MaxBytesReader(c.Response(), req.Body, s.opts.MaxRequestBodyBytes)
+		return next(c)
+	}
+}
+
+// apiResponse is Prometheus' API envelope.
+type apiResponse struct {
+	Status    string `json:"status"`
+	Data      any    `json:"data,omitempty"`
+	ErrorType string `json:"errorType,omitempty"`
+	Error     string `json:"error,omitempty"`
+}
+
+func apiError(c echo.Context, code int, typ, msg string) error {
+	return c.JSON(code, apiResponse{Status: "error", ErrorType: typ, Error: msg})
+}
+
+func apiSuccess(c echo.Context, data any) error {
+	return c.JSON(http.StatusOK, apiResponse{Status: "success", Data: data})
+}
+
+func (s *Server) statusConfig(c echo.Context) error {
+	y := ""
+	if s.opts.ConfigYAML != nil {
+		y = s.opts.ConfigYAML()
+	}
+	return apiSuccess(c, map[string]string{"yaml": y})
+}
+
+func (s *Server) metadata(c echo.Context) error {
+	parse := func(name string) (int, bool) {
+		v := c.FormValue(name)
+		if v == "" {
+			return -1, true
+		}
+		n, err := strconv.Atoi(v)
+		return n, err == nil
+	}
+	limit, ok := parse("limit")
+	if !ok {
+		return apiError(c, http.StatusBadRequest, "bad_data", "limit must be a number")
+	}
+	perMetric, ok := parse("limit_per_metric")
+	if !ok {
+		return apiError(c, http.StatusBadRequest, "bad_data", "limit_per_metric must be a number")
+	}
+	md := s.opts.Storage.Metadata(c.FormValue("metric"), limit, perMetric)
+	if md == nil {
+		md = map[string][]metadata.Metadata{} // Prometheus answers {}, never null
+	}
+	return apiSuccess(c, md)
+}
+
+type noAlertmanagers struct{}
+
+func (noAlertmanagers) Alertmanagers() []*url.URL        { return nil }
+func (noAlertmanagers) DroppedAlertmanagers() []*url.URL { return nil }
+
+type noRules struct{}
+
+func (noRules) RuleGroups() []*rules.Group           { return nil }
+func (noRules) AlertingRules() []*rules.AlertingRule { return nil }
