@@ -43,10 +43,10 @@ var RulePackNames = []string{"vllm", "tgi", "triton", "sglang", "fastapi", "gpu"
 // unsupportedSections are sections of the design that later versions fill.
 // They are refused rather than ignored so that nobody believes an alert
 // route or a probe is active when it is not.
-var unsupportedSections = []string{"alerting", "probes", "slos", "reports", "remote_write", "collectors", "autodetect"}
+var unsupportedSections = []string{"slos", "reports", "remote_write"}
 
 // sections are the keys the top level accepts, for suggestions.
-var sections = []string{"global", "storage", "query", "scrape_configs", "scrape_config_files", "rule_files", "rule_packs", "web"}
+var sections = []string{"global", "storage", "query", "scrape_configs", "scrape_config_files", "rule_files", "rule_packs", "web", "alerting", "probes", "collectors", "autodetect"}
 
 // patRulePath is Prometheus' check of rule_files and scrape_config_files
 // patterns: a glob may only appear in the last path element.
@@ -63,6 +63,10 @@ type Config struct {
 	RuleFiles         []string                   `yaml:"rule_files,omitempty"`
 	RulePacks         []string                   `yaml:"rule_packs,omitempty"`
 	Web               WebConfig                  `yaml:"web"`
+	Alerting          AlertingConfig             `yaml:"alerting,omitempty"`
+	Probes            []*ProbeConfig             `yaml:"probes,omitempty"`
+	Collectors        CollectorsConfig           `yaml:"collectors,omitempty"`
+	Autodetect        AutodetectConfig           `yaml:"autodetect,omitempty"`
 
 	file string // as given to Load; "" for the embedded default
 	raw  []byte // the file as read
@@ -76,10 +80,12 @@ type Config struct {
 // defaults returns the configuration of an empty file.
 func defaults() *Config {
 	return &Config{
-		Global:  DefaultGlobalConfig,
-		Storage: DefaultStorageConfig,
-		Query:   DefaultQueryConfig,
-		Web:     DefaultWebConfig,
+		Global:     DefaultGlobalConfig,
+		Storage:    DefaultStorageConfig,
+		Query:      DefaultQueryConfig,
+		Web:        DefaultWebConfig,
+		Collectors: DefaultCollectorsConfig,
+		Autodetect: DefaultAutodetectConfig,
 	}
 }
 
@@ -212,6 +218,14 @@ func (l *loader) load(data []byte) *Config {
 			cfg.RuleFiles, cfg.ruleFileLines = l.decodePaths(k.Value, v, "rule file")
 		case "rule_packs":
 			cfg.RulePacks = l.decodeRulePacks(v)
+		case "alerting":
+			l.decode(v, &cfg.Alerting)
+		case "probes":
+			l.decode(v, &cfg.Probes)
+		case "collectors":
+			l.decode(v, &cfg.Collectors)
+		case "autodetect":
+			l.decode(v, &cfg.Autodetect)
 		default:
 			if slices.Contains(unsupportedSections, k.Value) {
 				l.errorf(k.Line, "%s: not supported by this version yet", k.Value)

@@ -25,8 +25,8 @@ import (
 // badFiles maps every testdata/*.bad.yml to the errors Check must report,
 // exactly and in order.
 var badFiles = map[string][]string{
-	"alerting.bad.yml": {
-		"testdata/alerting.bad.yml:5: alerting: not supported by this version yet",
+	"slos.bad.yml": {
+		"testdata/slos.bad.yml:5: slos: not supported by this version yet",
 	},
 	"bad-duration.bad.yml": {
 		`testdata/bad-duration.bad.yml:3: unknown unit " seconds" in duration "5 seconds"`,
@@ -130,7 +130,7 @@ scrape_configs:
   - {job_name: triton, static_configs: [{targets: [localhost:8002]}], sample_limt: 10}
 storage:
   retention: {raw: 0s}
-probes: []
+slos: []
 rule_packs: [vllm, vllm]
 `
 	_, err := Load([]byte(data), "box.yml")
@@ -139,7 +139,7 @@ rule_packs: [vllm, vllm]
 		`box.yml:10: scrape timeout greater than scrape interval for scrape config with job name "tgi"`,
 		`box.yml:13: unknown field "sample_limt"`,
 		`box.yml:15: retention raw must be greater than 0`,
-		`box.yml:16: probes: not supported by this version yet`,
+		`box.yml:16: slos: not supported by this version yet`,
 		`box.yml:17: rule pack "vllm" is listed twice`,
 	}, errorStrings(flattenErrors(err)))
 }
