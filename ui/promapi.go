@@ -90,7 +90,10 @@ func (s *Server) mountPrometheusAPI(e *echo.Echo) {
 	)
 	r := route.New()
 	api.Register(r)
-	prom := http.StripPrefix("/api/v1", r)
+	var prom http.Handler = http.StripPrefix("/api/v1", r)
+	for i := len(o.Middleware) - 1; i >= 0; i-- {
+		prom = o.Middleware[i](prom)
+	}
 	e.Any("/api/v1/*", echo.WrapHandler(prom))
 
 	limit := s.limitBody

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -51,6 +52,13 @@ type Options struct {
 	// Rules lists rule groups and alerts for /api/v1/rules and /alerts; nil
 	// serves empty lists.
 	Rules apiv1.RulesRetriever
+	// Handlers are extra routes served on the same port (and behind the
+	// same auth), keyed by path prefix, e.g. "/api/v2/" for the
+	// Alertmanager API. A prefix ending in "/" serves everything below it.
+	Handlers map[string]http.Handler
+	// Middleware wraps the Prometheus API handler (e.g. to read
+	// per-request query options); nil for none.
+	Middleware []func(http.Handler) http.Handler
 
 	// ConfigYAML returns the running config with secrets redacted.
 	ConfigYAML func() string
@@ -200,6 +208,13 @@ func (s *Server) routes() *echo.Echo {
 	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(s.opts.Gatherer, promhttp.HandlerOpts{})))
 
 	s.mountPrometheusAPI(e)
+	for prefix, h := range s.opts.Handlers {
+		if strings.HasSuffix(prefix, "/") {
+			e.Any(prefix+"*", echo.WrapHandler(h))
+		} else {
+			e.Any(prefix, echo.WrapHandler(h))
+		}
+	}
 	return e
 }
 

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -147,7 +148,35 @@ type appliance struct {
 
 	// extra actors run next to the appliance (the demo fleet).
 	extra []actor
+	// parts are the components wired from their own files (rules,
+	// notify, probes, local readings, downsampling); see part.
+	parts []part
+	// uiExtra lets parts add to the HTTP server's options (rules for
+	// /api/v1/rules, the Alertmanager API, ...).
+	uiExtra []func(*ui.Options)
 }
+
+// part is a component wired from its own file in this package. Each
+// file adds a constructor to partBuilders (in an init function); builders
+// run in order of their rank after the storage, the engine and the scraper
+// exist and before the HTTP server is built, so a part may set fields of
+// uiExtra. A builder may return nil when its part is switched off.
+type part interface {
+	// name is used in logs and errors.
+	name() string
+	// run runs the part until ctx ends.
+	run(ctx context.Context) error
+	// applyConfig takes a reloaded config; an error refuses the reload.
+	applyConfig(cfg *config.Config) error
+}
+
+// partBuilder builds a part; rank orders the builders (lower first).
+type partBuilder struct {
+	rank  int
+	build func(a *appliance, cfg *config.Config) (part, error)
+}
+
+var partBuilders []partBuilder
 
 type actor struct {
 	name string
@@ -218,6 +247,17 @@ func newAppliance(cfg *config.Config, f runFlags, logger *slog.Logger) (_ *appli
 		return nil, err
 	}
 
+	slices.SortStableFunc(partBuilders, func(x, y partBuilder) int { return x.rank - y.rank })
+	for _, b := range partBuilders {
+		p, err := b.build(a, cfg)
+		if err != nil {
+			return nil, err
+		}
+		if p != nil {
+			a.parts = append(a.parts, p)
+		}
+	}
+
 	tlsCfg, err := serverTLS(cfg.Web.TLSServerConfig)
 	if err != nil {
 		return nil, err
@@ -226,7 +266,7 @@ func newAppliance(cfg *config.Config, f runFlags, logger *slog.Logger) (_ *appli
 	for u, h := range cfg.Web.BasicAuthUsers {
 		users[u] = string(h)
 	}
-	a.web, err = ui.New(ui.Options{
+	uiOpts := ui.Options{
 		ListenAddress:       cfg.Web.ListenAddress,
 		Logger:              logger.With("component", "web"),
 		Storage:             a.db,
@@ -244,7 +284,11 @@ func newAppliance(cfg *config.Config, f runFlags, logger *slog.Logger) (_ *appli
 		BasicAuthUsers:      users,
 		TLS:                 tlsCfg,
 		MaxRequestBodyBytes: int64(cfg.Web.MaxRequestBodyBytes),
-	})
+	}
+	for _, set := range a.uiExtra {
+		set(&uiOpts)
+	}
+	a.web, err = ui.New(uiOpts)
 	if err != nil {
 		return nil, err
 	}
@@ -299,6 +343,9 @@ func (a *appliance) run() error {
 	for _, x := range a.extra {
 		addCtx(x.name, x.run)
 	}
+	for _, p := range a.parts {
+		addCtx(p.name(), p.run)
+	}
 	addCtx("scrape", a.scraper.Run)
 	addCtx("web", a.web.Run)
 
@@ -343,6 +390,11 @@ func (a *appliance) reload() error {
 		// Re-apply the old config so no half-applied state remains.
 		_ = a.scraper.ApplyConfig(a.cfg.Load().PrometheusConfig())
 		return fail(err)
+	}
+	for _, p := range a.parts {
+		if err := p.applyConfig(cfg); err != nil {
+			return fail(fmt.Errorf("%s: %w", p.name(), err))
+		}
 	}
 	a.engine.SetNoStepSubqueryInterval(time.Duration(cfg.Global.EvaluationInterval))
 	old := a.cfg.Swap(cfg)
