@@ -106,8 +106,10 @@ func (s *Scraper) ApplyConfig(cfg *promconfig.Config) error {
 func (s *Scraper) Manager() *promscrape.Manager { return s.mgr }
 
 // Run scrapes until ctx ends, then stops discovery and every scrape loop.
-// Stopping writes staleness markers for the targets' series, as Prometheus
-// does on shutdown, so the storage must still be open when Run returns.
+// As in Prometheus, shutting down writes no staleness markers (series go on
+// after a restart), while a target that leaves the config on reload gets
+// them. Scrapes in flight append until Run returns, so the storage must
+// stay open until then.
 func (s *Scraper) Run(ctx context.Context) error {
 	s.mu.Lock()
 	if s.running {
