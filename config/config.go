@@ -221,7 +221,9 @@ func (l *loader) load(data []byte) *Config {
 		case "alerting":
 			l.decode(v, &cfg.Alerting)
 		case "probes":
-			l.decode(v, &cfg.Probes)
+			if l.decode(v, &cfg.Probes) {
+				l.checkProbes(v, cfg.Probes)
+			}
 		case "collectors":
 			l.decode(v, &cfg.Collectors)
 		case "autodetect":
@@ -409,6 +411,9 @@ func (c *Config) setDirectory(dir string) {
 	}
 	for _, sc := range c.ScrapeConfigs {
 		sc.SetDirectory(dir)
+	}
+	for _, p := range c.Probes {
+		p.SetDirectory(dir)
 	}
 	if c.Web.TLSServerConfig != nil {
 		c.Web.TLSServerConfig.setDirectory(dir)

@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -78,9 +79,18 @@ func (p *proc) Output() string {
 	return p.output.String()
 }
 
-// writeConfig writes a config file into dir and returns its path.
+// writeConfig writes a config file into dir and returns its path. Unless
+// the body sets them, auto-detection and local readings are switched off,
+// so a test sees only the targets and series it made (another test's fleet
+// may be listening on vLLM's port).
 func writeConfig(t *testing.T, dir, body string) string {
 	t.Helper()
+	if !strings.Contains(body, "autodetect:") {
+		body += "autodetect: {enabled: false}\n"
+	}
+	if !strings.Contains(body, "collectors:") {
+		body += "collectors: {enabled: false}\n"
+	}
 	path := filepath.Join(dir, "appliance.yml")
 	require.NoError(t, os.WriteFile(path, []byte(body), 0o644))
 	return path

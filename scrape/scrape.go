@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -43,6 +44,25 @@ type Scraper struct {
 
 	mu      sync.Mutex
 	running bool
+	sources []JobSource
+}
+
+// JobSource adds scrape jobs that are not in the config file, such as the
+// jobs of auto-detected model servers. Its jobs are applied with every
+// ApplyConfig, after the file's.
+type JobSource interface {
+	// ScrapeConfigs returns the jobs to add, validated against global.
+	// taken reports the job names already used (by the file or an
+	// earlier source); a source must not return one of them.
+	ScrapeConfigs(global promconfig.GlobalConfig, taken func(job string) bool) ([]*promconfig.ScrapeConfig, error)
+}
+
+// AddJobSource adds a source of scrape jobs. It takes effect at the next
+// ApplyConfig.
+func (s *Scraper) AddJobSource(src JobSource) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sources = append(s.sources, src)
 }
 
 // New builds the managers. It starts no goroutines; Run does.
@@ -84,12 +104,40 @@ func New(opts Options) (*Scraper, error) {
 // so it knows a job's settings before discovery hands it the job's targets
 // (the order Prometheus uses).
 func (s *Scraper) ApplyConfig(cfg *promconfig.Config) error {
-	if err := s.mgr.ApplyConfig(cfg); err != nil {
-		return fmt.Errorf("apply scrape config: %w", err)
-	}
 	scfgs, err := cfg.GetScrapeConfigs()
 	if err != nil {
 		return fmt.Errorf("read scrape configs: %w", err)
+	}
+	s.mu.Lock()
+	sources := slices.Clone(s.sources)
+	s.mu.Unlock()
+	if len(sources) > 0 {
+		taken := make(map[string]bool, len(scfgs))
+		for _, sc := range scfgs {
+			taken[sc.JobName] = true
+		}
+		for _, src := range sources {
+			extra, err := src.ScrapeConfigs(cfg.GlobalConfig, func(job string) bool { return taken[job] })
+			if err != nil {
+				return fmt.Errorf("extra scrape jobs: %w", err)
+			}
+			for _, sc := range extra {
+				if taken[sc.JobName] {
+					return fmt.Errorf("extra scrape job %q: the name is taken", sc.JobName)
+				}
+				taken[sc.JobName] = true
+				scfgs = append(scfgs, sc)
+			}
+		}
+		// A copy keeps Prometheus' "loaded" mark, which GetScrapeConfigs
+		// requires; the scrape config files are already read into scfgs.
+		merged := *cfg
+		merged.ScrapeConfigFiles = nil
+		merged.ScrapeConfigs = scfgs
+		cfg = &merged
+	}
+	if err := s.mgr.ApplyConfig(cfg); err != nil {
+		return fmt.Errorf("apply scrape config: %w", err)
 	}
 	c := make(map[string]discovery.Configs, len(scfgs))
 	for _, sc := range scfgs {
