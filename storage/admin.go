@@ -87,7 +87,7 @@ func topStats(es []vmstorage.TopHeapEntry, limit int) []index.Stat {
 // CleanTombstones is a no-op: deletes take effect at once.
 func (*DB) CleanTombstones() error { return nil }
 
-// Delete deletes whole series matching ms. VictoriaMetrics cannot delete
+// Delete deletes whole series matching ms from every tier. VictoriaMetrics cannot delete
 // part of a series, so [mint, maxt] must cover all the data kept (the
 // default of Prometheus' delete_series API when start and end are omitted);
 // otherwise Delete returns ErrNotSupported and deletes nothing.
@@ -95,8 +95,8 @@ func (db *DB) Delete(_ context.Context, mint, maxt int64, ms ...*labels.Matcher)
 	if len(ms) == 0 {
 		return fmt.Errorf("delete series: no matchers")
 	}
-	now := time.Now().UnixMilli()
-	if mint > now-db.opts.RetentionRaw.Milliseconds() || maxt < now+futureRetention.Milliseconds() {
+	now := db.now().UnixMilli()
+	if mint > now-db.opts.Retention5m.Milliseconds() || maxt < now+futureRetention.Milliseconds() {
 		return fmt.Errorf("delete part of a series' time range: %w; omit start and end to delete whole series", ErrNotSupported)
 	}
 	tfs, err := toTagFilters(ms)
@@ -107,8 +107,12 @@ func (db *DB) Delete(_ context.Context, mint, maxt int64, ms ...*labels.Matcher)
 		return err
 	}
 	defer db.readUnlock()
-	if _, err := db.vm.DeleteSeries(nil, tfs, db.opts.MaxSeriesPerQuery); err != nil {
-		return tooManySeries(fmt.Errorf("delete series: %w", err), db.opts.MaxSeriesPerQuery)
+	// Rollup series carry the base labels plus __rollup__, so the same
+	// matchers find them in every tier.
+	for _, ts := range db.tiers {
+		if _, err := ts.vm.DeleteSeries(nil, tfs, db.opts.MaxSeriesPerQuery); err != nil {
+			return tooManySeries(fmt.Errorf("delete series in tier %s: %w", ts.tier, err), db.opts.MaxSeriesPerQuery)
+		}
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -53,8 +54,8 @@ func (db *DB) newAppender() *appender {
 	a.db = db
 	// Bounds are taken once per appender, not per sample; Commit checks
 	// again with a fresh clock.
-	now := time.Now().UnixMilli()
-	a.minT = now - db.opts.RetentionRaw.Milliseconds()
+	now := db.now().UnixMilli()
+	a.minT = now - db.oldestAccepted().Milliseconds()
 	a.maxT = now + futureRetention.Milliseconds()
 	return a
 }
@@ -174,19 +175,32 @@ func (a *appender) Commit() (err error) {
 		return nil
 	}
 
-	now := time.Now().UnixMilli()
-	lo, hi := now-db.opts.RetentionRaw.Milliseconds(), now+futureRetention.Milliseconds()
+	now := db.now().UnixMilli()
+	lo, hi := now-db.oldestAccepted().Milliseconds(), now+futureRetention.Milliseconds()
+	rawLo := now - db.opts.RetentionRaw.Milliseconds()
 	minT, maxT := int64(math.MaxInt64), int64(math.MinInt64)
 	rows := a.rows[:0]
+	var old []vmstorage.MetricRow
 	for _, r := range a.rows {
 		if r.Timestamp < lo || r.Timestamp > hi {
+			continue
+		}
+		if r.Timestamp < rawLo {
+			old = append(old, r)
 			continue
 		}
 		minT, maxT = min(minT, r.Timestamp), max(maxT, r.Timestamp)
 		rows = append(rows, r)
 	}
-	if n := len(a.rows) - len(rows); n > 0 {
+	if n := len(a.rows) - len(rows) - len(old); n > 0 {
 		db.metrics.appendErrors(reasonOutOfBounds, n)
+	}
+	if len(old) > 0 {
+		if err := db.rollupOld(old); err != nil {
+			db.metrics.appendErrors(reasonWrite, len(old))
+			return err
+		}
+		db.metrics.samplesAppended.Add(float64(len(old)))
 	}
 	if len(rows) == 0 {
 		return nil
@@ -197,6 +211,64 @@ func (a *appender) Commit() (err error) {
 	}
 	db.metrics.samplesAppended.Add(float64(len(rows)))
 	db.noteTimeRange(minT, maxT)
+	db.noteCommitted(minT, maxT)
+	return nil
+}
+
+// oldestAccepted is the age past which Append refuses a sample: the
+// longest retention of any tier. Samples older than the raw retention are
+// rolled up at Commit straight into the tiers that keep their time.
+func (db *DB) oldestAccepted() time.Duration {
+	return max(db.opts.RetentionRaw, db.opts.Retention1m, db.opts.Retention5m)
+}
+
+// rollupOld rolls up rows older than the raw retention, which
+// VictoriaMetrics would drop from raw, directly into the 1m and 5m tiers.
+// Each Commit is rolled up on its own: a window whose samples arrive in
+// two commits keeps, for gauges, the aggregates of the later commit only
+// (counters stay right). Import old data in commits that hold whole
+// 5-minute windows (the text importer's batches do for time-ordered input).
+func (db *DB) rollupOld(rows []vmstorage.MetricRow) error {
+	type oldSeries struct {
+		ts []int64
+		vs []float64
+	}
+	byName := make(map[string]*oldSeries)
+	var order []string
+	for _, r := range rows {
+		s := byName[string(r.MetricNameRaw)]
+		if s == nil {
+			s = &oldSeries{}
+			byName[string(r.MetricNameRaw)] = s
+			order = append(order, string(r.MetricNameRaw))
+		}
+		s.ts = append(s.ts, r.Timestamp)
+		s.vs = append(s.vs, r.Value)
+	}
+	batches := [NumTiers]*rollupBatch{Tier1m: db.newRollupBatch(Tier1m), Tier5m: db.newRollupBatch(Tier5m)}
+	var mn vmstorage.MetricName
+	var lb labels.ScratchBuilder
+	for _, name := range order {
+		s := byName[name]
+		if err := mn.UnmarshalRaw([]byte(name)); err != nil {
+			return fmt.Errorf("roll up old samples: %w", err)
+		}
+		lset := metricNameToLabels(&lb, &mn)
+		sr := &series{ts: s.ts, vs: s.vs}
+		sr.sortAndDedup()
+		counter := db.isCounter(lset.Get(labels.MetricName))
+		for _, b := range batches[Tier1m:] {
+			// addRaw drops stale markers in place; each tier gets a copy.
+			if err := b.addRaw(lset, counter, slices.Clone(sr.ts), slices.Clone(sr.vs)); err != nil {
+				return fmt.Errorf("roll up old samples of %s: %w", lset, err)
+			}
+		}
+	}
+	for _, b := range batches[Tier1m:] {
+		if err := b.write(); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

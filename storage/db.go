@@ -58,12 +58,20 @@ const (
 
 // Options configure a DB. Start from DefaultOptions.
 type Options struct {
-	// Path is the data directory: the raw tier lives in <Path>/tsdb/raw and
-	// the bbolt state file is <Path>/state.db.
+	// Path is the data directory: the tiers live in <Path>/tsdb/{raw,1m,5m}
+	// and the bbolt state file is <Path>/state.db.
 	Path string
 	// RetentionRaw is how long raw samples are kept (default 7 days).
-	// Samples older than that are refused by Append.
+	// Samples older than that go straight into the rollup tiers that
+	// still keep their time (see Commit), or are refused.
 	RetentionRaw time.Duration
+	// Retention1m and Retention5m are how long the 1-minute and 5-minute
+	// rollups are kept (defaults 30 and 90 days). Open refuses
+	// 5m < 1m < raw.
+	Retention1m, Retention5m time.Duration
+	// Now is the clock for retention bounds and tier coverage; nil means
+	// time.Now. Tests move it.
+	Now func() time.Time
 	// MemoryBudget is how many bytes VictoriaMetrics' caches may use in this
 	// process; 0 means 25% of RAM (or of the cgroup limit), at least 256 MiB
 	// and at most 2 GiB. It is process-wide: the first Open sets it.
@@ -83,6 +91,9 @@ type Options struct {
 func DefaultOptions() Options {
 	return Options{
 		RetentionRaw:       7 * 24 * time.Hour,
+		Retention1m:        30 * 24 * time.Hour,
+		Retention5m:        90 * 24 * time.Hour,
+		Now:                time.Now,
 		MaxSeriesPerQuery:  defaultMaxSeriesPerQuery,
 		MaxSamplesPerQuery: defaultMaxSamplesPerQuery,
 	}
@@ -94,8 +105,11 @@ type DB struct {
 	opts   Options
 	logger *slog.Logger
 
+	// vm is the raw tier's storage (tiers[TierRaw].vm).
 	vm    *vmstorage.Storage
+	tiers [NumTiers]*tierStore
 	state *bbolt.DB
+	late  lateHooks
 
 	names *seriesCache
 	meta  *metadataStore
@@ -129,6 +143,19 @@ func Open(opts Options) (db *DB, err error) {
 	}
 	if opts.RetentionRaw < 24*time.Hour {
 		return nil, fmt.Errorf("open storage: raw retention %s is below the minimum of 24h", opts.RetentionRaw)
+	}
+	if opts.Retention1m <= 0 {
+		opts.Retention1m = max(def.Retention1m, opts.RetentionRaw)
+	}
+	if opts.Retention5m <= 0 {
+		opts.Retention5m = max(def.Retention5m, opts.Retention1m)
+	}
+	if opts.Retention1m < opts.RetentionRaw || opts.Retention5m < opts.Retention1m {
+		return nil, fmt.Errorf("open storage: retention must grow with the tier (raw %s <= 1m %s <= 5m %s)",
+			opts.RetentionRaw, opts.Retention1m, opts.Retention5m)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
 	}
 	if opts.MaxSeriesPerQuery <= 0 {
 		opts.MaxSeriesPerQuery = def.MaxSeriesPerQuery
@@ -171,15 +198,24 @@ func Open(opts Options) (db *DB, err error) {
 		return nil, fmt.Errorf("open storage: %w", err)
 	}
 
+	tiers, err := openTiers(opts.Path, opts)
+	if err != nil {
+		return nil, fmt.Errorf("open storage: %w", err)
+	}
 	vm, err := openVM(rawPath, opts.RetentionRaw)
 	if err != nil {
+		for _, ts := range tiers[TierRaw+1:] {
+			_ = closeVM(ts.vm)
+		}
 		return nil, fmt.Errorf("open raw tier %s: %w", rawPath, err)
 	}
+	tiers[TierRaw].vm = vm
 
 	db = &DB{
 		opts:       opts,
 		logger:     log,
 		vm:         vm,
+		tiers:      tiers,
 		state:      state,
 		names:      newSeriesCache(seriesCacheSize(opts.MemoryBudget)),
 		meta:       meta,
@@ -257,14 +293,11 @@ func (db *DB) Close() (err error) {
 	}
 	db.closed = true
 	db.metrics.unregister()
-	func() {
-		defer func() {
-			if r := recover(); r != nil {
-				err = fmt.Errorf("close raw tier: %v", r)
-			}
-		}()
-		db.vm.MustClose()
-	}()
+	for _, ts := range db.tiers {
+		if e := closeVM(ts.vm); e != nil {
+			err = errors.Join(err, fmt.Errorf("close tier %s: %w", ts.tier, e))
+		}
+	}
 	if e := db.state.Close(); e != nil {
 		err = errors.Join(err, fmt.Errorf("close state file: %w", e))
 	}
@@ -281,7 +314,9 @@ func (db *DB) Flush() {
 	if db.closed {
 		return
 	}
-	db.vm.DebugFlush()
+	for _, ts := range db.tiers {
+		ts.vm.DebugFlush()
+	}
 }
 
 // State returns the bbolt file for state that is not a time series. Each

@@ -13,15 +13,91 @@
 // Layout under Options.Path:
 //
 //	tsdb/raw/   raw samples, kept for Options.RetentionRaw (default 7 days)
-//	tsdb/1m/    1-minute rollups (a later issue; not created yet)
-//	tsdb/5m/    5-minute rollups (a later issue; not created yet)
+//	tsdb/1m/    1-minute rollups, kept for Options.Retention1m (30 days)
+//	tsdb/5m/    5-minute rollups, kept for Options.Retention5m (90 days)
 //	state.db    bbolt file for state that is not a time series; every
 //	            package has its own bucket (this one: "storage.metadata",
 //	            metric family metadata)
 //
+// Each tier is its own VictoriaMetrics storage with its own retention;
+// VictoriaMetrics removes data past it. Open refuses 5m < 1m < raw.
+//
 // Metric metadata (type, help, unit) is kept per metric family, up to four
 // variants each, in memory and in state.db, so /api/v1/metadata survives a
 // restart.
+//
+// # Tiers
+//
+// Rollup windows are closed on the right like PromQL's range selectors:
+// window w of resolution r holds the samples in (w*r, (w+1)*r]. Rollup
+// (called by package downsample) turns the windows of one tier into rows
+// of the next coarser one: raw into 1m, 1m into 5m.
+//
+// Representation. A rollup row carries the timestamp of the last sample of
+// its window (as Thanos does), and the series' own labels plus a reserved
+// label __rollup__ (RollupLabel) naming the aggregate:
+//
+//	counter  counters, and the _bucket/_sum/_count series of histograms and
+//	         summaries: the first and the last sample of each window and
+//	         every sample followed by a reset inside it, each at its own
+//	         timestamp. These are raw samples, so over a range (t-r, t]
+//	         whose ends are window boundaries rate(), increase() and
+//	         resets() see exactly the first and last sample and the resets
+//	         they see on raw data (histogram_quantile over rates too).
+//	max      gauges: the largest sample of the window
+//	negmin   gauges: minus the smallest sample (negated so that the
+//	         "largest wins" duplicate rule keeps the smallest)
+//	sum      gauges: the sum of the window's samples
+//	count    gauges: the number of samples
+//
+// A series is a counter when its family's stored metadata says counter,
+// histogram or summary (for the suffixed series); without metadata a
+// _total, _bucket, _count or _sum suffix means counter; everything else is
+// a gauge. Staleness markers are not rolled up.
+//
+// Rollup rows are a function of the source data of their window, so
+// rolling a window up twice writes identical rows, which the readers'
+// duplicate rule collapses. A window rolled up again after late samples
+// arrived gets a second version; readers keep, per window, the version
+// with the latest timestamp, and on equal timestamps the largest value,
+// which is the newer version for max, negmin and count, and for sum when
+// the late samples are not negative.
+//
+// Reading. DB.Querier stitches the tiers; DB.Raw is raw alone, for alert
+// and recording rules. For each Select the querier splits the time range:
+// the preferred tier is raw, or a coarser one when the step allows it
+// (resolution <= step/5, SelectHints.Step), never coarser than the limit
+// in the context (WithMaxSourceResolution, the HTTP max_source_resolution);
+// each part of the range is read from the preferred tier where it has data,
+// else the next finer tier that has, else the next coarser one within the
+// limit. Raw has data from its retention horizon on, a rollup tier from its
+// horizon up to its watermark (SetRolledUpTo, set by the downsampler). The
+// tiers read are recorded in the context's TierRecorder.
+//
+// From a rollup tier the querier reads, per SelectHints.Func:
+// max_over_time and max read max; min_over_time and min read min;
+// avg_over_time reads sum/count per window; sum_over_time reads sum; any
+// other function, and a plain selector, reads the average (sum/count) of a
+// gauge. Counters always read the counter rows. A matcher
+// __rollup__="avg|max|min|sum|count" asks for an aggregate explicitly; on
+// raw data count reads every sample as 1 (query rewrites count_over_time to
+// a sum of it). Returned series never carry __rollup__; LabelNames and
+// LabelValues hide it.
+//
+// What PromQL computes from this is exact over window-aligned ranges for
+// rate, increase, resets, histogram_quantile of rates, max_over_time,
+// min_over_time, sum_over_time and count_over_time, and for avg_over_time
+// when the windows have equal sample counts (a regular scrape). A range
+// that starts inside a window reads that window whole or not at all. irate
+// and idelta look at the last two raw samples and cannot be answered from
+// rollups: on a rollup tier they see two rollup points. quantile_over_time,
+// stddev_over_time, deriv and the like see one average per window.
+// count_over_time of a counter finds nothing in a rollup tier (counters
+// keep no count).
+//
+// Prometheus' engine computes range windows and the lookback itself and
+// drops samples outside them, so a Select cannot widen them by returning
+// more: package query rewrites the query instead (see query.TierPlanner).
 //
 // # Concurrency
 //
@@ -52,10 +128,19 @@
 // example) cannot be stored: Append accepts it, drops it and counts it as
 // appliance_storage_append_errors_total{reason="nan"}. ±Inf are stored.
 //
-// Time range. A sample older than the raw retention or more than two days
-// ahead is refused with storage.ErrOutOfBounds (the scrape loop counts those
-// and goes on) and counted as reason="out_of_bounds". VictoriaMetrics itself
-// would drop such rows silently, with a rate-limited log line.
+// Time range. A sample older than the longest retention or more than two
+// days ahead is refused with storage.ErrOutOfBounds (the scrape loop counts
+// those and goes on) and counted as reason="out_of_bounds". VictoriaMetrics
+// itself would drop such rows silently, with a rate-limited log line. A
+// sample older than the raw retention but within a rollup tier's cannot
+// pass through raw (VictoriaMetrics would drop it): Commit rolls such rows
+// up at once into the 1m and 5m tiers that keep their time. Each Commit is
+// rolled up on its own, so a gauge window whose samples arrive in two
+// commits keeps the aggregates of the later one (counters stay right);
+// import old data in time order, in batches of whole 5-minute windows.
+//
+// Late samples. A Commit with samples at or before the 1m watermark calls
+// the OnLateCommit hooks, so the downsampler rolls those windows up again.
 //
 // Native histograms are refused with storage.ErrNativeHistogramsDisabled;
 // exemplars and start timestamps are accepted and not stored; the
@@ -68,8 +153,13 @@
 // Regexps in matchers are anchored as in Prometheus, but `.` does not match a
 // newline inside a label value (Prometheus compiles with (?s)).
 //
-// Deleting. Delete removes whole series only; a time range that does not
-// cover all the data kept returns ErrNotSupported. Snapshot is not supported.
+// Deleting. Delete removes whole series only, from every tier; a time range
+// that does not cover all the data kept returns ErrNotSupported. Snapshot is
+// not supported.
+//
+// Tiers and the Prometheus API. Remote read (ChunkQuerier) and
+// /api/v1/status/tsdb (Stats) cover the raw tier only; TierStats reports
+// every tier.
 //
 // Process-wide state. VictoriaMetrics registers its flags on
 // flag.CommandLine and keeps global caches and a global logger. The first

@@ -106,10 +106,17 @@ func (c *vmCollector) Collect(ch chan<- prometheus.Metric) {
 	if err := db.readLock(); err != nil {
 		return
 	}
-	var m vmstorage.Metrics
-	db.vm.UpdateMetrics(&m)
+	var ms [NumTiers]vmstorage.Metrics
+	for i, ts := range db.tiers {
+		ts.vm.UpdateMetrics(&ms[i])
+	}
 	db.readUnlock()
-	const tier = "raw"
+	for i := range ms {
+		c.collectTier(ch, Tier(i).String(), &ms[i])
+	}
+}
+
+func (c *vmCollector) collectTier(ch chan<- prometheus.Metric, tier string, m *vmstorage.Metrics) {
 	tm := &m.TableMetrics
 	gauge := func(d *prometheus.Desc, v uint64, lvs ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(v), lvs...)

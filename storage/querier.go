@@ -23,8 +23,9 @@ var ErrQueryTooLarge = errors.New("query too large")
 // limit.
 const maxLabelResults = 1_000_000
 
-// Querier returns a querier over [mint, maxt] (milliseconds, inclusive).
-func (db *DB) Querier(mint, maxt int64) (promstorage.Querier, error) {
+// rawQuerier returns a querier over the raw tier only, [mint, maxt]
+// (milliseconds, inclusive).
+func (db *DB) rawQuerier(mint, maxt int64) (*querier, error) {
 	if err := db.readLock(); err != nil {
 		return nil, err
 	}
@@ -32,14 +33,14 @@ func (db *DB) Querier(mint, maxt int64) (promstorage.Querier, error) {
 	return &querier{db: db, mint: mint, maxt: maxt}, nil
 }
 
-// ChunkQuerier returns the sample querier re-encoded as XOR chunks, for the
-// remote-read path of web/api/v1.
+// ChunkQuerier returns the raw sample querier re-encoded as XOR chunks, for
+// the remote-read path of web/api/v1 (remote read serves raw data only).
 func (db *DB) ChunkQuerier(mint, maxt int64) (promstorage.ChunkQuerier, error) {
-	q, err := db.Querier(mint, maxt)
+	q, err := db.rawQuerier(mint, maxt)
 	if err != nil {
 		return nil, err
 	}
-	return &chunkQuerier{querier: q.(*querier)}, nil
+	return &chunkQuerier{querier: q}, nil
 }
 
 // ExemplarQuerier returns a querier that finds no exemplars: the storage
@@ -57,6 +58,9 @@ func (noExemplars) Select(int64, int64, ...[]*labels.Matcher) ([]exemplar.QueryR
 type querier struct {
 	db         *DB
 	mint, maxt int64
+	// tier is the tier LabelNames and LabelValues search (Select reads
+	// raw only; the tiered querier does the rest).
+	tier Tier
 }
 
 type chunkQuerier struct {
@@ -87,15 +91,18 @@ func (q *querier) Select(ctx context.Context, _ bool, hints *promstorage.SelectH
 	if err := ctx.Err(); err != nil {
 		return promstorage.ErrSeriesSet(err)
 	}
-	tfs, err := toTagFilters(ms)
-	if err != nil {
-		return promstorage.ErrSeriesSet(err)
+	// The reserved rollup label means the same here as in the tiered
+	// querier (a query rewritten for tiers still reads right from raw).
+	user, agg, ok := splitRollupMatchers(ms)
+	if !ok {
+		return promstorage.EmptySeriesSet()
 	}
 	var set []*series
+	var err error
 	if hints != nil && hints.Func == "series" {
-		set, err = q.db.searchSeries(ctx, tfs, mint, maxt)
+		set, err = q.db.searchTier(ctx, TierRaw, user, mint, maxt)
 	} else {
-		set, err = q.db.readSeries(ctx, tfs, mint, maxt)
+		set, err = q.db.readRaw(ctx, user, agg, mint, maxt)
 	}
 	if err != nil {
 		return promstorage.ErrSeriesSet(err)
@@ -119,7 +126,7 @@ func (q *querier) LabelNames(ctx context.Context, hints *promstorage.LabelHints,
 		return nil, nil, err
 	}
 	defer db.readUnlock()
-	names, err := db.vm.SearchLabelNames(nil, tfs, timeRange(q.mint, q.maxt), labelSearchLimit(hints), db.opts.MaxSeriesPerQuery, vmDeadline(ctx))
+	names, err := db.tiers[q.tier].vm.SearchLabelNames(nil, tfs, timeRange(q.mint, q.maxt), labelSearchLimit(hints), db.opts.MaxSeriesPerQuery, vmDeadline(ctx))
 	if err != nil {
 		return nil, nil, tooManySeries(searchError("search label names", err), db.opts.MaxSeriesPerQuery)
 	}
@@ -140,7 +147,7 @@ func (q *querier) LabelValues(ctx context.Context, name string, hints *promstora
 		return nil, nil, err
 	}
 	defer db.readUnlock()
-	values, err := db.vm.SearchLabelValues(nil, name, tfs, timeRange(q.mint, q.maxt), labelSearchLimit(hints), db.opts.MaxSeriesPerQuery, vmDeadline(ctx))
+	values, err := db.tiers[q.tier].vm.SearchLabelValues(nil, name, tfs, timeRange(q.mint, q.maxt), labelSearchLimit(hints), db.opts.MaxSeriesPerQuery, vmDeadline(ctx))
 	if err != nil {
 		return nil, nil, tooManySeries(searchError("search label values", err), db.opts.MaxSeriesPerQuery)
 	}
@@ -215,12 +222,12 @@ func searchError(op string, err error) error {
 }
 
 // searchSeries returns the series matching tfs with labels only.
-func (db *DB) searchSeries(ctx context.Context, tfs []*vmstorage.TagFilters, mint, maxt int64) ([]*series, error) {
+func (db *DB) searchSeries(ctx context.Context, tier Tier, tfs []*vmstorage.TagFilters, mint, maxt int64) ([]*series, error) {
 	if err := db.readLock(); err != nil {
 		return nil, err
 	}
 	defer db.readUnlock()
-	names, err := db.vm.SearchMetricNames(nil, tfs, timeRange(mint, maxt), db.opts.MaxSeriesPerQuery, vmDeadline(ctx))
+	names, err := db.tiers[tier].vm.SearchMetricNames(nil, tfs, timeRange(mint, maxt), db.opts.MaxSeriesPerQuery, vmDeadline(ctx))
 	if err != nil {
 		return nil, tooManySeries(searchError("search series", err), db.opts.MaxSeriesPerQuery)
 	}
@@ -241,7 +248,7 @@ func (db *DB) searchSeries(ctx context.Context, tfs []*vmstorage.TagFilters, min
 
 // readSeries reads every block of the matching series in [mint, maxt] and
 // merges the blocks of each series into one sorted, de-duplicated list.
-func (db *DB) readSeries(ctx context.Context, tfs []*vmstorage.TagFilters, mint, maxt int64) (set []*series, err error) {
+func (db *DB) readSeries(ctx context.Context, tier Tier, tfs []*vmstorage.TagFilters, mint, maxt int64) (set []*series, err error) {
 	if err := db.readLock(); err != nil {
 		return nil, err
 	}
@@ -249,13 +256,13 @@ func (db *DB) readSeries(ctx context.Context, tfs []*vmstorage.TagFilters, mint,
 	// Reading a block panics on a disk error.
 	defer func() {
 		if r := recover(); r != nil {
-			set, err = nil, fmt.Errorf("read raw tier: %v", r)
+			set, err = nil, fmt.Errorf("read %s tier: %v", tier, r)
 		}
 	}()
 
 	tr := timeRange(mint, maxt)
 	var sr vmstorage.Search
-	found := sr.Init(nil, db.vm, tfs, tr, db.opts.MaxSeriesPerQuery, vmDeadline(ctx))
+	found := sr.Init(nil, db.tiers[tier].vm, tfs, tr, db.opts.MaxSeriesPerQuery, vmDeadline(ctx))
 	defer sr.MustClose()
 	// VM checks maxMetrics on some index paths only (not for a lone
 	// metric name filter), so check the count it found as well.
@@ -279,7 +286,7 @@ func (db *DB) readSeries(ctx context.Context, tfs []*vmstorage.TagFilters, mint,
 		mbr := &sr.MetricBlockRef
 		mbr.BlockRef.MustReadBlock(&blk)
 		if err := blk.UnmarshalData(); err != nil {
-			return nil, fmt.Errorf("read raw tier: corrupt block: %w", err)
+			return nil, fmt.Errorf("read %s tier: corrupt block: %w", tier, err)
 		}
 		// Blocks of one series arrive together (VM orders them by TSID),
 		// so the previous series is the common case.

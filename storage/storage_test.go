@@ -272,7 +272,7 @@ func TestAppendErrors(t *testing.T) {
 	ls := labels.FromStrings("__name__", "m")
 	now := time.Now().UnixMilli()
 
-	_, err := app.Append(0, ls, 0, now-8*24*time.Hour.Milliseconds(), 1, nil, nil, promstorage.AOptions{})
+	_, err := app.Append(0, ls, 0, now-91*24*time.Hour.Milliseconds(), 1, nil, nil, promstorage.AOptions{})
 	require.ErrorIs(t, err, promstorage.ErrOutOfBounds)
 	_, err = app.Append(0, ls, 0, now+3*24*time.Hour.Milliseconds(), 1, nil, nil, promstorage.AOptions{})
 	require.ErrorIs(t, err, promstorage.ErrOutOfBounds)

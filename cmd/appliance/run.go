@@ -214,6 +214,12 @@ func newAppliance(cfg *config.Config, f runFlags, logger *slog.Logger) (_ *appli
 	if r := time.Duration(cfg.Storage.Retention.Raw); r > 0 {
 		sopts.RetentionRaw = r
 	}
+	if r := time.Duration(cfg.Storage.Retention.OneMinute); r > 0 {
+		sopts.Retention1m = r
+	}
+	if r := time.Duration(cfg.Storage.Retention.FiveMinute); r > 0 {
+		sopts.Retention5m = r
+	}
 	sopts.MemoryBudget = int64(cfg.Storage.MemoryBudget)
 	sopts.Logger = logger.With("component", "storage")
 	sopts.Registerer = a.reg

@@ -1,0 +1,57 @@
+// Package downsample rolls the raw tier up into the 1-minute tier and the
+// 1-minute tier into the 5-minute tier, in the background.
+//
+// # Basics
+//
+// New loads the progress from the storage's bbolt state file (bucket
+// "downsample") and starts nothing; Run runs a pass every Interval until
+// its context ends, and Step runs one pass. A pass:
+//
+//  1. takes in the time ranges of late samples the storage reported
+//     (storage.DB.OnLateCommit: raw samples committed below the 1m
+//     watermark, from remote write, /api/v1/import/prometheus or a slow
+//     target) and saves them as dirty spans;
+//  2. rolls every raw 1-minute window that ended Delay ago up into the 1m
+//     tier, in calls of at most Span1m (halved, down to one window, while
+//     a call would load more than the storage's MaxSamplesPerQuery), and
+//     moves the 1m watermark;
+//  3. rolls the dirty 1m windows up again and marks the 5m windows over
+//     them dirty;
+//  4. does the same from 1m into 5m, up to the 1m watermark;
+//  5. saves the watermarks and dirty lists that are durable.
+//
+// What a rollup row holds (first and last sample per window and the
+// samples before resets for counters, min/max/sum/count for gauges, the
+// timestamp of the window's last sample) is the storage package's
+// business: see its doc, "Tiers".
+//
+// Self-metrics: appliance_downsample_lag_seconds{tier} (now minus the
+// watermark), appliance_downsample_rollup_duration_seconds{tier} (one
+// Rollup call), appliance_downsample_rows_written_total{tier} and
+// appliance_downsample_errors_total{tier}.
+//
+// # Restarts
+//
+// Rollup rows are a function of the source data of their window, so
+// rolling a window up twice writes identical rows, which readers
+// de-duplicate: re-running a window is idempotent. Progress is therefore
+// saved late, never early: a watermark is written to bbolt only
+// DurableAfter (30s) after the rows below it were written, because
+// VictoriaMetrics keeps fresh rows in memory for a few seconds and kill -9
+// loses them. After any crash the downsampler resumes from a watermark
+// whose rows are on disk and redoes at most the last DurableAfter of work;
+// no window is skipped and none is present twice.
+//
+// # Caveats
+//
+// Late samples reported by the storage but not yet taken in by a pass (at
+// most one Interval's worth) are lost on a crash, so their windows keep the
+// rollup made without them. The raw data is unaffected, and a later late
+// sample in the same window repairs it.
+//
+// A window whose late samples arrive after Delay is rolled up twice; the
+// readers keep the newer version per window (see storage's doc).
+//
+// Data older than the raw retention never passes through here: the
+// storage rolls it up at Commit.
+package downsample

@@ -1,0 +1,223 @@
+package storage
+
+import (
+	"context"
+	"slices"
+	"strings"
+
+	"github.com/prometheus/prometheus/model/labels"
+)
+
+// readAgg is what a query reads from a rollup tier.
+type readAgg uint8
+
+const (
+	readDefault readAgg = iota // counters: the counter; gauges: the average
+	readAvg                    // sum/count per window
+	readMax
+	readMin
+	readSum
+	readCount // samples per window; raw: 1 per sample
+)
+
+var readAggNames = map[string]readAgg{"avg": readAvg, "max": readMax, "min": readMin, "sum": readSum, "count": readCount}
+
+func parseReadAgg(s string) (readAgg, bool) {
+	a, ok := readAggNames[s]
+	return a, ok
+}
+
+// readAggFor picks the aggregate from the function PromQL applies to the
+// selector (SelectHints.Func), as Thanos does. Counter-typed series always
+// read the counter rollup, whatever the function.
+func readAggFor(fn string, explicit readAgg) readAgg {
+	if explicit != readDefault {
+		return explicit
+	}
+	switch fn {
+	case "max_over_time", "max":
+		return readMax
+	case "min_over_time", "min":
+		return readMin
+	case "avg_over_time":
+		return readAvg
+	case "sum_over_time":
+		return readSum
+	}
+	// count_over_time would count rollup points, not samples: the query
+	// engine rewrites it to sum_over_time(x{__rollup__="count"}[r]).
+	return readDefault
+}
+
+// rollupsFor lists the stored aggregates read for a.
+func rollupsFor(a readAgg) []rollupAgg {
+	switch a {
+	case readMax:
+		return []rollupAgg{aggCounter, aggMax}
+	case readMin:
+		return []rollupAgg{aggCounter, aggNegMin}
+	case readSum:
+		return []rollupAgg{aggCounter, aggSum}
+	case readCount:
+		// Counters keep no count: count_over_time of a counter finds
+		// nothing in the rollup tiers.
+		return []rollupAgg{aggCount}
+	}
+	return []rollupAgg{aggCounter, aggSum, aggCount}
+}
+
+// readRaw reads the raw tier; with readCount each sample reads as 1.
+func (db *DB) readRaw(ctx context.Context, ms []*labels.Matcher, a readAgg, mint, maxt int64) ([]*series, error) {
+	tfs, err := toTagFilters(ms)
+	if err != nil {
+		return nil, err
+	}
+	set, err := db.readSeries(ctx, TierRaw, tfs, mint, maxt)
+	if err != nil || a != readCount {
+		return set, err
+	}
+	out := set[:0]
+	for _, s := range set {
+		s.ts, s.vs = dropStale(s.ts, s.vs)
+		for i := range s.vs {
+			s.vs[i] = 1
+		}
+		if len(s.ts) > 0 {
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
+// readRollup reads aggregate a of the series matching ms from a rollup
+// tier and returns them under their own labels (without RollupLabel).
+func (db *DB) readRollup(ctx context.Context, tier Tier, a readAgg, ms []*labels.Matcher, mint, maxt int64) ([]*series, error) {
+	aggs := rollupsFor(a)
+	names := make([]string, len(aggs))
+	for i, g := range aggs {
+		names[i] = g.String()
+	}
+	m, err := labels.NewMatcher(labels.MatchRegexp, RollupLabel, strings.Join(names, "|"))
+	if err != nil {
+		return nil, err
+	}
+	tfs, err := toTagFilters(append(slices.Clip(ms), m))
+	if err != nil {
+		return nil, err
+	}
+	set, err := db.readSeries(ctx, tier, tfs, mint, maxt)
+	if err != nil {
+		return nil, err
+	}
+	type group struct {
+		base labels.Labels
+		by   [numAggs]*series
+	}
+	groups := make(map[string]*group)
+	var order []*group
+	var buf []byte
+	for _, s := range set {
+		g, ok := parseAgg(s.lset.Get(RollupLabel))
+		if !ok {
+			continue
+		}
+		base := labels.NewBuilder(s.lset).Del(RollupLabel).Labels()
+		buf = base.Bytes(buf)
+		gr := groups[string(buf)]
+		if gr == nil {
+			gr = &group{base: base}
+			groups[string(buf)] = gr
+			order = append(order, gr)
+		}
+		gr.by[g] = s
+	}
+	res := tier.Resolution().Milliseconds()
+	out := make([]*series, 0, len(order))
+	for _, gr := range order {
+		var s *series
+		switch c := gr.by[aggCounter]; {
+		case c != nil:
+			s = c
+		case a == readMax:
+			s = windowed(gr.by[aggMax], res)
+		case a == readMin:
+			if s = windowed(gr.by[aggNegMin], res); s != nil {
+				for i := range s.vs {
+					s.vs[i] = -s.vs[i]
+				}
+			}
+		case a == readSum:
+			s = windowed(gr.by[aggSum], res)
+		case a == readCount:
+			s = windowed(gr.by[aggCount], res)
+		default:
+			s = average(windowed(gr.by[aggSum], res), windowed(gr.by[aggCount], res), res)
+		}
+		if s == nil || len(s.ts) == 0 {
+			continue
+		}
+		s.lset = gr.base
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// windowed keeps the newest version of each window (dedupWindows).
+func windowed(s *series, res int64) *series {
+	if s == nil {
+		return nil
+	}
+	s.ts, s.vs = dedupWindows(s.ts, s.vs, res)
+	return s
+}
+
+// average joins sum and count per window into sum/count, at the sum's
+// timestamp (both are written with the same one).
+func average(sum, count *series, res int64) *series {
+	if sum == nil || count == nil {
+		return nil
+	}
+	out := &series{}
+	j := 0
+	for i, t := range sum.ts {
+		w := window(t, res)
+		for j < len(count.ts) && window(count.ts[j], res) < w {
+			j++
+		}
+		if j == len(count.ts) {
+			break
+		}
+		if window(count.ts[j], res) != w || count.vs[j] == 0 {
+			continue
+		}
+		out.ts = append(out.ts, t)
+		out.vs = append(out.vs, sum.vs[i]/count.vs[j])
+	}
+	return out
+}
+
+// searchTier returns the labels of the series matching ms in tier, without
+// RollupLabel and without duplicates.
+func (db *DB) searchTier(ctx context.Context, tier Tier, ms []*labels.Matcher, mint, maxt int64) ([]*series, error) {
+	tfs, err := toTagFilters(ms)
+	if err != nil {
+		return nil, err
+	}
+	set, err := db.searchSeries(ctx, tier, tfs, mint, maxt)
+	if err != nil || tier == TierRaw {
+		return set, err
+	}
+	seen := make(map[string]bool, len(set)/4)
+	out := set[:0]
+	var buf []byte
+	for _, s := range set {
+		s.lset = labels.NewBuilder(s.lset).Del(RollupLabel).Labels()
+		buf = s.lset.Bytes(buf)
+		if seen[string(buf)] {
+			continue
+		}
+		seen[string(buf)] = true
+		out = append(out, s)
+	}
+	return out, nil
+}

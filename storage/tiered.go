@@ -1,0 +1,338 @@
+package storage
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/prometheus/prometheus/model/labels"
+	promstorage "github.com/prometheus/prometheus/storage"
+	"github.com/prometheus/prometheus/util/annotations"
+)
+
+// stepFactor is Thanos' rule for a coarser tier: a tier may serve a query
+// whose step is at least this many times its resolution, so that each step
+// still has several rollup points behind it.
+const stepFactor = 5
+
+type ctxKey int
+
+const (
+	ctxMaxTier ctxKey = iota
+	ctxRecorder
+)
+
+// WithMaxSourceResolution returns a context in which queries read no tier
+// coarser than t (Thanos' max_source_resolution; TierRaw means raw data
+// only).
+func WithMaxSourceResolution(ctx context.Context, t Tier) context.Context {
+	return context.WithValue(ctx, ctxMaxTier, t)
+}
+
+// MaxSourceResolution returns the limit set with WithMaxSourceResolution,
+// Tier5m if none.
+func MaxSourceResolution(ctx context.Context) Tier {
+	if t, ok := ctx.Value(ctxMaxTier).(Tier); ok && t >= TierRaw && t < NumTiers {
+		return t
+	}
+	return Tier5m
+}
+
+// TierRecorder collects the tiers that served the queries of one request.
+// It is safe for concurrent use.
+type TierRecorder struct {
+	mu   sync.Mutex
+	used [NumTiers]bool
+}
+
+// WithTierRecorder returns a context whose queries record the tiers they
+// read in the returned recorder.
+func WithTierRecorder(ctx context.Context) (context.Context, *TierRecorder) {
+	r := &TierRecorder{}
+	return context.WithValue(ctx, ctxRecorder, r), r
+}
+
+func (r *TierRecorder) note(t Tier) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	r.used[t] = true
+	r.mu.Unlock()
+}
+
+// Used lists the tiers read so far, finest first.
+func (r *TierRecorder) Used() []Tier {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []Tier
+	for _, t := range Tiers {
+		if r.used[t] {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+func recorderFrom(ctx context.Context) *TierRecorder {
+	r, _ := ctx.Value(ctxRecorder).(*TierRecorder)
+	return r
+}
+
+// Querier returns the tier-stitching querier over [mint, maxt]
+// (milliseconds, inclusive); see the package doc, "Tiers". Alert and
+// recording rules must use Raw instead.
+func (db *DB) Querier(mint, maxt int64) (promstorage.Querier, error) {
+	raw, err := db.rawQuerier(mint, maxt)
+	if err != nil {
+		return nil, err
+	}
+	return &tieredQuerier{raw: raw}, nil
+}
+
+// Raw returns a Queryable over the raw tier alone, for alert and recording
+// rules, which must see exactly what was scraped.
+func (db *DB) Raw() promstorage.Queryable { return rawQueryable{db} }
+
+type rawQueryable struct{ db *DB }
+
+func (r rawQueryable) Querier(mint, maxt int64) (promstorage.Querier, error) {
+	return r.db.rawQuerier(mint, maxt)
+}
+
+// piece is a part of a query's time range [mint, maxt] (inclusive) served
+// by one tier.
+type piece struct {
+	tier       Tier
+	mint, maxt int64
+}
+
+// TierForStep returns the coarsest tier a query with this step may prefer
+// (resolution <= step/5), capped by max.
+func TierForStep(step time.Duration, maxTier Tier) Tier {
+	t := TierRaw
+	for _, c := range []Tier{Tier1m, Tier5m} {
+		if c.Resolution()*stepFactor <= step {
+			t = c
+		}
+	}
+	return min(t, maxTier)
+}
+
+// plan splits [mint, maxt] into pieces, each read from one tier: the
+// preferred tier (from the step) where it has data, else the next finer
+// one that has, else the next coarser one up to maxTier.
+func (db *DB) plan(mint, maxt int64, prefer, maxTier Tier) []piece {
+	now := db.now().UnixMilli()
+	var lo, hi [NumTiers]int64
+	bounds := []int64{mint}
+	for _, t := range Tiers {
+		lo[t], hi[t] = db.coverage(t, now)
+		for _, b := range []int64{lo[t], hi[t]} {
+			if b > mint && b <= maxt {
+				bounds = append(bounds, b)
+			}
+		}
+	}
+	slices.Sort(bounds)
+	bounds = slices.Compact(bounds)
+	choose := func(t int64) (Tier, bool) {
+		covers := func(k Tier) bool { return lo[k] <= t && t < hi[k] }
+		for k := prefer; k >= TierRaw; k-- {
+			if covers(k) {
+				return k, true
+			}
+		}
+		for k := prefer + 1; k <= maxTier; k++ {
+			if covers(k) {
+				return k, true
+			}
+		}
+		return 0, false
+	}
+	var out []piece
+	for i, b := range bounds {
+		end := maxt
+		if i+1 < len(bounds) {
+			end = bounds[i+1] - 1
+		}
+		k, ok := choose(b)
+		if !ok {
+			continue
+		}
+		if n := len(out); n > 0 && out[n-1].tier == k && out[n-1].maxt == b-1 {
+			out[n-1].maxt = end
+			continue
+		}
+		out = append(out, piece{tier: k, mint: b, maxt: end})
+	}
+	return out
+}
+
+type tieredQuerier struct {
+	raw *querier
+}
+
+func (*tieredQuerier) Close() error { return nil }
+
+// Select reads each piece of the range from its tier and joins the pieces
+// per series. The aggregate read from a rollup tier follows hints.Func
+// (readAggFor), or a matcher __rollup__="<agg>".
+func (q *tieredQuerier) Select(ctx context.Context, _ bool, hints *promstorage.SelectHints, ms ...*labels.Matcher) promstorage.SeriesSet {
+	db := q.raw.db
+	mint, maxt := q.raw.mint, q.raw.maxt
+	var step time.Duration
+	fn := ""
+	if hints != nil {
+		if hints.Start != 0 || hints.End != 0 {
+			mint, maxt = max(mint, hints.Start), min(maxt, hints.End)
+		}
+		step = time.Duration(hints.Step) * time.Millisecond
+		fn = hints.Func
+	}
+	if mint > maxt {
+		return promstorage.EmptySeriesSet()
+	}
+	if err := ctx.Err(); err != nil {
+		return promstorage.ErrSeriesSet(err)
+	}
+	user, explicit, ok := splitRollupMatchers(ms)
+	if !ok {
+		return promstorage.EmptySeriesSet()
+	}
+	maxTier := MaxSourceResolution(ctx)
+	pieces := db.plan(mint, maxt, TierForStep(step, maxTier), maxTier)
+	rec := recorderFrom(ctx)
+	labelsOnly := fn == "series"
+	var (
+		out   []*series
+		byKey = make(map[string]*series)
+		buf   []byte
+	)
+	for _, p := range pieces {
+		var set []*series
+		var err error
+		switch {
+		case labelsOnly:
+			set, err = db.searchTier(ctx, p.tier, user, p.mint, p.maxt)
+		case p.tier == TierRaw:
+			set, err = db.readRaw(ctx, user, explicit, p.mint, p.maxt)
+		default:
+			set, err = db.readRollup(ctx, p.tier, readAggFor(fn, explicit), user, p.mint, p.maxt)
+		}
+		if err != nil {
+			return promstorage.ErrSeriesSet(err)
+		}
+		if len(set) > 0 {
+			rec.note(p.tier)
+		}
+		for _, s := range set {
+			buf = s.lset.Bytes(buf)
+			prev := byKey[string(buf)]
+			if prev == nil {
+				byKey[string(buf)] = s
+				out = append(out, s)
+				continue
+			}
+			// Pieces come in time order and do not overlap.
+			prev.ts = append(prev.ts, s.ts...)
+			prev.vs = append(prev.vs, s.vs...)
+		}
+	}
+	slices.SortFunc(out, func(a, b *series) int { return labels.Compare(a.lset, b.lset) })
+	if hints != nil && hints.Limit > 0 && len(out) > hints.Limit {
+		out = out[:hints.Limit]
+	}
+	return &seriesSet{series: out, i: -1}
+}
+
+// splitRollupMatchers takes matchers on RollupLabel out of ms. An equality
+// matcher naming an aggregate (`__rollup__="max"`) selects that aggregate;
+// any other matcher on it selects nothing unless it matches the empty
+// value (raw series have no such label). ok is false when nothing can match.
+func splitRollupMatchers(ms []*labels.Matcher) (user []*labels.Matcher, explicit readAgg, ok bool) {
+	explicit = readDefault
+	for _, m := range ms {
+		if m.Name != RollupLabel {
+			user = append(user, m)
+			continue
+		}
+		if m.Type == labels.MatchEqual {
+			if a, found := parseReadAgg(m.Value); found {
+				explicit = a
+				continue
+			}
+		}
+		if !m.Matches("") {
+			return nil, 0, false
+		}
+	}
+	return user, explicit, true
+}
+
+// LabelNames merges the label names of the raw and rollup tiers, without
+// RollupLabel.
+func (q *tieredQuerier) LabelNames(ctx context.Context, hints *promstorage.LabelHints, ms ...*labels.Matcher) ([]string, annotations.Annotations, error) {
+	user, _, ok := splitRollupMatchers(ms)
+	if !ok {
+		return nil, nil, nil
+	}
+	return q.mergeLabels(ctx, hints, func(tq *querier) ([]string, annotations.Annotations, error) {
+		return tq.LabelNames(ctx, hints, user...)
+	})
+}
+
+// LabelValues merges the values of name in the raw and rollup tiers.
+func (q *tieredQuerier) LabelValues(ctx context.Context, name string, hints *promstorage.LabelHints, ms ...*labels.Matcher) ([]string, annotations.Annotations, error) {
+	if name == RollupLabel {
+		return nil, nil, nil
+	}
+	user, _, ok := splitRollupMatchers(ms)
+	if !ok {
+		return nil, nil, nil
+	}
+	return q.mergeLabels(ctx, hints, func(tq *querier) ([]string, annotations.Annotations, error) {
+		return tq.LabelValues(ctx, name, hints, user...)
+	})
+}
+
+func (q *tieredQuerier) mergeLabels(ctx context.Context, hints *promstorage.LabelHints, f func(*querier) ([]string, annotations.Annotations, error)) ([]string, annotations.Annotations, error) {
+	db := q.raw.db
+	maxTier := MaxSourceResolution(ctx)
+	var all []string
+	for _, t := range Tiers {
+		if t > maxTier {
+			break
+		}
+		tq := *q.raw
+		tq.tier = t
+		vals, _, err := f(&tq)
+		if err != nil {
+			return nil, nil, err
+		}
+		all = append(all, vals...)
+		if t == TierRaw && db.tiers[Tier1m].rolledUpTo.Load() == 0 {
+			break // nothing rolled up yet
+		}
+	}
+	slices.Sort(all)
+	all = slices.Compact(all)
+	if i := slices.Index(all, RollupLabel); i >= 0 {
+		all = slices.Delete(all, i, i+1)
+	}
+	all, _ = hints.ApplyLimit(all)
+	return all, nil, nil
+}
+
+// CoarsestResolution returns the resolution of the coarsest tier a Select
+// over [mint, maxt] at this step would read, under the limit in ctx (0:
+// raw only). It implements query.TierPlanner.
+func (db *DB) CoarsestResolution(ctx context.Context, mint, maxt int64, step time.Duration) time.Duration {
+	maxTier := MaxSourceResolution(ctx)
+	var res time.Duration
+	for _, p := range db.plan(mint, maxt, TierForStep(step, maxTier), maxTier) {
+		res = max(res, p.tier.Resolution())
+	}
+	return res
+}
