@@ -30,10 +30,11 @@
 //	  tls_server_config: {cert_file: ..., key_file: ..., client_ca_file: ..., client_auth_type: ...}
 //	  max_request_body_bytes: 32MiB   # remote write and import bodies
 //
-// The sections alerting, probes, slos, reports, remote_write, collectors and
-// autodetect belong to later versions and are refused ("alerting: not
-// supported by this version yet") rather than ignored, so nobody trusts a
-// route or a probe that does not run.
+// The sections alerting (alerting.go), probes (probes.go), collectors and
+// autodetect (collectors.go) are defined in their own files. The sections
+// slos, reports and remote_write belong to later versions and are refused
+// ("slos: not supported by this version yet") rather than ignored, so
+// nobody trusts a feature that does not run.
 //
 // Scrape configs are Prometheus' own type (promconfig.ScrapeConfig) and get
 // the global defaults exactly as in Prometheus' Config.UnmarshalYAML:
