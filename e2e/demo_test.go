@@ -3,7 +3,6 @@ package e2e
 import (
 	"fmt"
 	"net/http"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -15,22 +14,8 @@ import (
 // including a P95 latency from histogram buckets, within a minute.
 func TestDemo(t *testing.T) {
 	dir := t.TempDir()
-	p := &proc{t: t, addr: freeAddr(t), data: filepath.Join(dir, "data"), done: make(chan struct{})}
-	p.cmd = exec.Command(binary, "demo", "--base-port", "0", "--instances", "2", "--listen", p.addr, "--data", p.data)
-	p.cmd.Stdout, p.cmd.Stderr = p, p
-	require.NoError(t, p.cmd.Start())
-	go func() { p.err = p.cmd.Wait(); close(p.done) }()
-	t.Cleanup(func() {
-		select {
-		case <-p.done:
-		default:
-			_ = p.cmd.Process.Kill()
-			<-p.done
-		}
-		if t.Failed() {
-			t.Logf("demo output:\n%s", p.Output())
-		}
-	})
+	addr := freeAddr(t)
+	p := launch(t, addr, "demo", "--base-port", "0", "--instances", "2", "--listen", addr, "--data", filepath.Join(dir, "data"))
 	eventually(t, 60*time.Second, "demo ready", func() bool {
 		resp, err := http.Get(p.url("/-/ready"))
 		if err != nil {

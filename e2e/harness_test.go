@@ -96,16 +96,12 @@ func writeConfig(t *testing.T, dir, body string) string {
 	return path
 }
 
-// start runs `appliance run` with cfgPath (may be "") and data dir, and
-// waits until /-/ready answers 200.
-func start(t *testing.T, cfgPath, data string, extra ...string) *proc {
+// launch starts the binary with args; addr is where it will listen. The
+// process is killed when the test ends, and its output is logged if the
+// test failed.
+func launch(t *testing.T, addr string, args ...string) *proc {
 	t.Helper()
-	p := &proc{t: t, addr: freeAddr(t), data: data, cfg: cfgPath, done: make(chan struct{})}
-	args := []string{"run", "--data", data, "--listen", p.addr}
-	if cfgPath != "" {
-		args = append(args, "--config", cfgPath)
-	}
-	args = append(args, extra...)
+	p := &proc{t: t, addr: addr, done: make(chan struct{})}
 	p.cmd = exec.Command(binary, args...)
 	p.cmd.Stdout, p.cmd.Stderr = p, p
 	require.NoError(t, p.cmd.Start())
@@ -124,6 +120,20 @@ func start(t *testing.T, cfgPath, data string, extra ...string) *proc {
 			t.Logf("appliance output:\n%s", p.Output())
 		}
 	})
+	return p
+}
+
+// start runs `appliance run` with cfgPath (may be "") and data dir, and
+// waits until /-/ready answers 200.
+func start(t *testing.T, cfgPath, data string, extra ...string) *proc {
+	t.Helper()
+	addr := freeAddr(t)
+	args := []string{"run", "--data", data, "--listen", addr}
+	if cfgPath != "" {
+		args = append(args, "--config", cfgPath)
+	}
+	p := launch(t, addr, append(args, extra...)...)
+	p.data, p.cfg = data, cfgPath
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
 		select {

@@ -15,7 +15,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -75,18 +74,7 @@ web:
 `, addr, string(hash))
 	cfgPath := writeConfig(t, dir, cfg)
 
-	p := &proc{t: t, addr: addr, data: filepath.Join(dir, "data"), cfg: cfgPath, done: make(chan struct{})}
-	p.cmd = exec.Command(binary, "run", "--config", cfgPath, "--data", p.data)
-	p.cmd.Stdout, p.cmd.Stderr = p, p
-	require.NoError(t, p.cmd.Start())
-	go func() { p.err = p.cmd.Wait(); close(p.done) }()
-	t.Cleanup(func() {
-		_ = p.cmd.Process.Kill()
-		<-p.done
-		if t.Failed() {
-			t.Logf("appliance output:\n%s", p.Output())
-		}
-	})
+	p := launch(t, addr, "run", "--config", cfgPath, "--data", filepath.Join(dir, "data"))
 
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}, Timeout: 5 * time.Second}
 	get := func(path, user, pass string) (int, string) {
