@@ -3,18 +3,17 @@ package config
 import (
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
 
-	"github.com/prometheus/common/model"
 	promconfig "github.com/prometheus/prometheus/config"
 	"github.com/prometheus/prometheus/model/rulefmt"
-	"github.com/prometheus/prometheus/promql/parser"
 	yaml3 "go.yaml.in/yaml/v3"
+
+	"github.com/aiserve/appliance/rules/rulefile"
 )
 
 // Check verifies everything `appliance check` verifies: the configuration
@@ -167,22 +166,26 @@ func (c *Config) checkScrapeFiles() []error {
 
 var ruleErrLineRE = regexp.MustCompile(`(?s)^(\d+):\d+: (?:\d+:\d+: )?(.*)$`)
 
-// CheckRuleFile parses a Prometheus rule file with rulefmt, the parser the
-// rules manager uses, and returns its errors as *Error with the line in the
-// rule file.
+// CheckRuleFile parses a rule file with rulefile, which runs rulefmt (the
+// parser the rules manager uses) and checks the appliance's extensions,
+// and returns its errors as *Error with the line in the rule file.
 func CheckRuleFile(file string) []error {
 	data, err := os.ReadFile(file)
 	if err != nil {
 		return []error{&Error{File: file, Msg: fmt.Sprintf("cannot read rule file: %v", err)}}
 	}
-	p := parser.NewParser(parser.Options{})
-	_, errs := rulefmt.Parse(data, false, model.UTF8Validation, p, slog.New(slog.DiscardHandler))
+	_, errs := rulefile.Parse(data)
 	if len(errs) == 0 {
 		return nil
 	}
 	root, _ := parseDocument(data)
 	var out []error
 	for _, err := range errs {
+		var xe *rulefile.Error
+		if errors.As(err, &xe) {
+			out = append(out, &Error{File: file, Line: xe.Line, Msg: xe.Msg})
+			continue
+		}
 		var re *rulefmt.Error
 		if !errors.As(err, &re) {
 			for _, m := range splitYAMLError(err) {

@@ -15,11 +15,11 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestRulePack parses rules/probes.yml like the rules manager does, checks
+// TestRulePack parses the probes pack (../rules/packs/probes.yml) like the rules manager does, checks
 // that every alert has a severity, and evaluates each expression on series
 // shaped like the ones the probes write.
 func TestRulePack(t *testing.T) {
-	rgs, errs := rulefmt.ParseFile("rules/probes.yml", false, model.UTF8Validation, parser.NewParser(parser.Options{}), slog.New(slog.DiscardHandler))
+	rgs, errs := rulefmt.ParseFile("../rules/packs/probes.yml", false, model.UTF8Validation, parser.NewParser(parser.Options{}), slog.New(slog.DiscardHandler))
 	require.Empty(t, errs)
 	exprs := map[string]string{}
 	for _, g := range rgs.Groups {

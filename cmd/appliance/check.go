@@ -32,5 +32,6 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	fmt.Fprintf(stdout, "SUCCESS: %s is valid\n", path)
+	printGeneratedRules(stdout, path)
 	return 0
 }

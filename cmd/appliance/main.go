@@ -7,6 +7,7 @@
 //	appliance run     [--config FILE] [--data DIR] [--listen ADDR]
 //	appliance check   --config FILE
 //	appliance demo    [--listen ADDR] [--data DIR] [--instances N] [--base-port P]
+//	appliance notify test --receiver NAME [--config FILE]
 //	appliance version
 //
 // Flags live only here; packages take options structs. VictoriaMetrics'
@@ -28,6 +29,7 @@ Usage:
   appliance run     [--config FILE] [--data DIR] [--listen ADDR]   run the appliance
   appliance check   --config FILE                                  validate a config and its rule files
   appliance demo    [--listen ADDR] [--data DIR] [--instances N]   simulated vLLM fleet plus the appliance
+  appliance notify test --receiver NAME [--config FILE]            send a test notification
   appliance version                                                print the version
 
 Run "appliance COMMAND --help" for a command's flags.
@@ -45,6 +47,8 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		return cmdCheck(args[1:], stdout, stderr)
 	case "demo":
 		return cmdDemo(args[1:], stdout, stderr)
+	case "notify":
+		return cmdNotify(args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, versionString())
 		return 0

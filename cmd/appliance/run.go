@@ -356,9 +356,6 @@ func (a *appliance) run() error {
 	addCtx("web", a.web.Run)
 
 	cfg := a.cfg.Load()
-	if len(cfg.RuleFiles) > 0 || len(cfg.RulePacks) > 0 {
-		a.logger.Warn("rule_files and rule_packs are validated but not evaluated by this version; alerting comes in a later release")
-	}
 	a.logger.Info("appliance started", "version", version, "listen", a.web.Addr().String(),
 		"data", cfg.Storage.Path, "config", a.flags.config, "scrape_jobs", len(cfg.ScrapeConfigs))
 	a.web.SetReady(true)

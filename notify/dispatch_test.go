@@ -1,0 +1,283 @@
+package notify
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+const oneHookConfig = `
+alerting:
+  route:
+    receiver: hook
+    group_by: [alertname]
+    group_wait: 30s
+    group_interval: 5m
+    repeat_interval: 1h
+  receivers:
+    - name: hook
+      webhook_configs:
+        - url: {{HOOK:hook}}
+`
+
+func TestGroupWaitIntervalRepeat(t *testing.T) {
+	clock := &fakeClock{t: t0}
+	h := newHook(t, clock)
+	e := newEnv(t, clock, loadAlerting(t, oneHookConfig, map[string]*hook{"hook": h}))
+	far := t0.Add(10 * time.Hour)
+
+	e.fire(far, "alertname", "Slow", "instance", "a")
+	e.advance(29*time.Second, time.Second)
+	require.Empty(t, h.all(), "nothing before group_wait")
+	e.advance(time.Second, time.Second)
+	got := h.all()
+	require.Len(t, got, 1, "one notification at group_wait")
+	require.Equal(t, t0.Add(30*time.Second), got[0].at)
+	require.Equal(t, []string{"Slow:firing"}, names(got[0].payload))
+	require.Equal(t, "4", got[0].payload.Version)
+	require.Equal(t, map[string]string{"alertname": "Slow"}, got[0].payload.GroupLabels)
+
+	// A second alert of the group waits for group_interval after the
+	// first flush, not group_wait.
+	e.advance(30*time.Second, time.Second) // t0+1m
+	e.fire(far, "alertname", "Slow", "instance", "b")
+	e.advance(4*time.Minute+29*time.Second, time.Second) // t0+5m29s
+	require.Len(t, h.all(), 1)
+	e.advance(time.Second, time.Second) // t0+5m30s
+	got = h.all()
+	require.Len(t, got, 2)
+	require.Equal(t, t0.Add(5*time.Minute+30*time.Second), got[1].at)
+	require.Len(t, got[1].payload.Alerts, 2)
+
+	// Nothing changes: the next notification is a repeat, at the first
+	// flush at or after repeat_interval since the last one.
+	e.advance(time.Hour-time.Second, 10*time.Second) // t0+1h5m29s
+	require.Len(t, h.all(), 2)
+	e.advance(time.Second, time.Second) // t0+1h5m30s = last + 1h
+	got = h.all()
+	require.Len(t, got, 3)
+	require.Equal(t, t0.Add(time.Hour+5*time.Minute+30*time.Second), got[2].at)
+
+	// One resolves: a resolved notification at the next flush; then the
+	// last resolves and the group is gone after it said so.
+	e.resolve("alertname", "Slow", "instance", "a")
+	e.advance(5*time.Minute, 10*time.Second)
+	got = h.all()
+	require.Len(t, got, 4)
+	require.ElementsMatch(t, []string{"Slow:firing", "Slow:resolved"}, names(got[3].payload))
+	e.resolve("alertname", "Slow", "instance", "b")
+	e.advance(5*time.Minute, 10*time.Second)
+	got = h.all()
+	require.Len(t, got, 5)
+	require.Equal(t, "resolved", got[4].payload.Status)
+	e.advance(2*time.Hour, time.Minute)
+	require.Len(t, h.all(), 5, "nothing after all resolved")
+	require.Empty(t, e.n.groups)
+}
+
+func TestAlertWithoutEndResolvesAfterTimeout(t *testing.T) {
+	clock := &fakeClock{t: t0}
+	h := newHook(t, clock)
+	e := newEnv(t, clock, loadAlerting(t, oneHookConfig, map[string]*hook{"hook": h}))
+	e.fire(time.Time{}, "alertname", "Gone")
+	e.advance(time.Minute, time.Second)
+	require.Len(t, h.all(), 1)
+	// Not sent again: resolve_timeout (5m) ends it; the next flush says so.
+	e.advance(10*time.Minute, 10*time.Second)
+	got := h.all()
+	require.Len(t, got, 2)
+	require.Equal(t, "resolved", got[1].payload.Status)
+}
+
+func TestDefaultSeverityRoutingAndInhibition(t *testing.T) {
+	clock := &fakeClock{t: t0}
+	pager, chat := newHook(t, clock), newHook(t, clock)
+	cfg := loadAlerting(t, `
+alerting:
+  receivers:
+    - name: pager
+      webhook_configs: [{url: "{{HOOK:pager}}"}]
+    - name: chat
+      webhook_configs: [{url: "{{HOOK:chat}}"}]
+`, map[string]*hook{"pager": pager, "chat": chat})
+	e := newEnv(t, clock, cfg)
+	far := t0.Add(10 * time.Hour)
+
+	e.fire(far, "alertname", "Down", "severity", "P0", "job", "vllm")
+	e.fire(far, "alertname", "SLOBurn", "severity", "P1", "job", "vllm") // inhibited: same job
+	e.fire(far, "alertname", "SLOBurn", "severity", "P1", "job", "tgi")  // another job: sent
+	e.fire(far, "alertname", "NoJob", "severity", "P1")                  // no job: left alone
+	e.fire(far, "alertname", "Trend", "severity", "P2", "job", "vllm")   // digest only
+
+	e.advance(9*time.Second, time.Second)
+	require.Empty(t, pager.all())
+	e.advance(time.Second, time.Second)
+	require.Len(t, pager.all(), 1, "P0 pages after its group_wait of 10s")
+	require.Equal(t, []string{"Down:firing"}, names(pager.all()[0].payload))
+	require.Empty(t, chat.all())
+
+	e.advance(20*time.Second, time.Second)
+	var chatAlerts []string
+	for _, r := range chat.all() {
+		for _, a := range r.payload.Alerts {
+			chatAlerts = append(chatAlerts, a.Labels["alertname"]+"/"+a.Labels["job"])
+		}
+	}
+	require.ElementsMatch(t, []string{"SLOBurn/tgi", "NoJob/"}, chatAlerts, "P1 at 30s, except the one a P0 of its job inhibits")
+
+	// P0 repeats every 30m while it fires.
+	e.advance(30*time.Minute, 10*time.Second)
+	require.Len(t, pager.all(), 2)
+
+	// The P0 resolves: the inhibited P1 is sent at its group's next flush.
+	e.resolve("alertname", "Down", "severity", "P0", "job", "vllm")
+	e.advance(5*time.Minute, 10*time.Second)
+	chatAlerts = nil
+	for _, r := range chat.all() {
+		for _, a := range r.payload.Alerts {
+			chatAlerts = append(chatAlerts, a.Labels["alertname"]+"/"+a.Labels["job"])
+		}
+	}
+	require.Contains(t, chatAlerts, "SLOBurn/vllm")
+	for _, r := range append(pager.all(), chat.all()...) {
+		for _, a := range r.payload.Alerts {
+			require.NotEqual(t, "Trend", a.Labels["alertname"], "P2 never goes to pager or chat")
+		}
+	}
+}
+
+func TestSilences(t *testing.T) {
+	clock := &fakeClock{t: t0}
+	h := newHook(t, clock)
+	e := newEnv(t, clock, loadAlerting(t, oneHookConfig, map[string]*hook{"hook": h}))
+	api := httptest.NewServer(e.n.Handler())
+	defer api.Close()
+
+	body := `{"matchers":[{"name":"alertname","value":"Noisy","isRegex":false,"isEqual":true}],"startsAt":"` +
+		t0.Format(time.RFC3339) + `","endsAt":"` + t0.Add(time.Hour).Format(time.RFC3339) + `","createdBy":"ops","comment":"deploy"}`
+	resp, err := http.Post(api.URL+"/api/v2/silences", "application/json", bytes.NewBufferString(body))
+	require.NoError(t, err)
+	var created struct{ SilenceID string }
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&created))
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.NotEmpty(t, created.SilenceID)
+
+	far := t0.Add(10 * time.Hour)
+	e.fire(far, "alertname", "Noisy")
+	e.fire(far, "alertname", "Real")
+	e.advance(10*time.Minute, 10*time.Second)
+	for _, r := range h.all() {
+		require.NotContains(t, names(r.payload), "Noisy:firing")
+	}
+	require.Len(t, h.all(), 1)
+
+	// The API shows the alert as suppressed by the silence.
+	resp, err = http.Get(api.URL + "/api/v2/alerts?filter=alertname%3D%22Noisy%22")
+	require.NoError(t, err)
+	var alerts []gettableAlert
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&alerts))
+	resp.Body.Close()
+	require.Len(t, alerts, 1)
+	require.Equal(t, "suppressed", alerts[0].Status.State)
+	require.Equal(t, []string{created.SilenceID}, alerts[0].Status.SilencedBy)
+
+	// Expire it: the alert goes out at the next group_interval flush.
+	req, _ := http.NewRequest(http.MethodDelete, api.URL+"/api/v2/silence/"+created.SilenceID, nil)
+	resp, err = http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	e.advance(5*time.Minute, 10*time.Second)
+	got := h.all()
+	require.Len(t, got, 2)
+	require.Contains(t, names(got[1].payload), "Noisy:firing")
+
+	// Silences survive a restart (they live in bbolt).
+	require.NoError(t, e.db.Close())
+	e.open()
+	sils := e.n.Silences()
+	require.Len(t, sils, 1)
+	require.Equal(t, SilenceExpired, sils[0].State(clock.Now()))
+}
+
+func TestTimeIntervals(t *testing.T) {
+	clock := &fakeClock{t: time.Date(2026, 3, 7, 10, 0, 0, 0, time.UTC)} // Saturday 11:00 in Berlin
+	h := newHook(t, clock)
+	cfg := loadAlerting(t, `
+alerting:
+  route:
+    receiver: hook
+    group_wait: 10s
+    group_interval: 1m
+    repeat_interval: 24h
+    routes:
+      - matchers: ['team="web"']
+        mute_time_intervals: [weekends]
+      - matchers: ['team="ops"']
+        active_time_intervals: [business-hours]
+  time_intervals:
+    - name: weekends
+      time_intervals:
+        - weekdays: [saturday, sunday]
+          location: Europe/Berlin
+    - name: business-hours
+      time_intervals:
+        - weekdays: ['monday:friday']
+          times: [{start_time: '09:00', end_time: '17:00'}]
+          location: Europe/Berlin
+  receivers:
+    - name: hook
+      webhook_configs: [{url: "{{HOOK:hook}}"}]
+`, map[string]*hook{"hook": h})
+	e := newEnv(t, clock, cfg)
+	far := clock.Now().Add(100 * time.Hour)
+	e.fire(far, "alertname", "A", "team", "web")
+	e.fire(far, "alertname", "B", "team", "ops")
+	e.advance(2*time.Hour, time.Minute)
+	require.Empty(t, h.all(), "muted on the weekend, and outside business hours")
+
+	// Monday 00:30 Berlin (Sunday 23:30 UTC): web is no longer muted, ops
+	// is not yet active.
+	clock.Set(time.Date(2026, 3, 8, 23, 30, 0, 0, time.UTC))
+	e.advance(2*time.Minute, 10*time.Second)
+	got := h.all()
+	require.Len(t, got, 1)
+	require.Equal(t, []string{"A:firing"}, names(got[0].payload))
+
+	// Monday 09:00 Berlin = 08:00 UTC: ops becomes active.
+	clock.Set(time.Date(2026, 3, 9, 7, 58, 0, 0, time.UTC))
+	e.advance(time.Minute, 10*time.Second)
+	require.Len(t, h.all(), 1)
+	e.advance(2*time.Minute, 10*time.Second)
+	got = h.all()
+	require.Len(t, got, 2)
+	require.Equal(t, []string{"B:firing"}, names(got[1].payload))
+	require.False(t, got[1].at.Before(time.Date(2026, 3, 9, 8, 0, 0, 0, time.UTC)))
+}
+
+func TestCustomTemplates(t *testing.T) {
+	clock := &fakeClock{t: t0}
+	h := newHook(t, clock)
+	e := newEnv(t, clock, loadAlerting(t, `
+alerting:
+  route: {receiver: hook, group_wait: 10s}
+  templates:
+    title: '{{ .Name }} is {{ .Status }} on {{ .CommonLabels.job }}'
+    text: '{{ range .Alerts }}{{ .Labels.instance }} {{ end }}'
+  receivers:
+    - name: hook
+      webhook_configs: [{url: "{{HOOK:hook}}"}]
+`, map[string]*hook{"hook": h}))
+	e.fire(t0.Add(time.Hour), "alertname", "Slow", "job", "vllm", "instance", "a")
+	e.advance(time.Minute, time.Second)
+	require.Len(t, h.all(), 1)
+	hist, err := e.n.History(1)
+	require.NoError(t, err)
+	require.Equal(t, "Slow is firing on vllm", hist[0].Title)
+}

@@ -1,0 +1,44 @@
+// Package notify turns alerts into notifications with Alertmanager's
+// semantics, inside the appliance: a route tree (matchers, continue,
+// group_by, group_wait, group_interval, repeat_interval, mute and active
+// time intervals), inhibit rules, silences, plus what Alertmanager does not
+// have: a daily digest for P2 alerts and a durable outbox.
+//
+// # Basics
+//
+// Alerts come in through Send (the rules part: Prometheus' *notifier.Alert,
+// the shape of the rules manager's NotifyFunc) or Post (the v2 API:
+// alerts from an external Prometheus or vmalert). Each alert goes to the
+// aggregation groups of the routes it matches. A group flushes group_wait
+// after it was created and then every group_interval; a flush leaves out
+// silenced and inhibited alerts, consults the notification log (the
+// previous notification of the group to that receiver) and, when something
+// changed or repeat_interval passed, writes one message per integration to
+// the outbox. Routes with digest: true record their alerts for the daily
+// digest instead.
+//
+// The outbox is a bbolt bucket. A message is written there, in the same
+// transaction as the notification log entry, before any attempt to send
+// it, and is deleted only when the receiver accepted it. A failed attempt
+// is retried with doubling backoff (alerting.outbox) until give_up_after,
+// then it is dropped, logged as failed and counted. Messages of one group
+// to one integration leave in the order they were written: a later one
+// waits until the earlier one is delivered or given up.
+//
+// Nothing here reads the wall clock: Options.Now is the clock, and Tick
+// does all the work that is due at that time. Run calls Tick every
+// Options.TickInterval; tests call Tick after moving their clock.
+//
+// # Caveats
+//
+//   - A message that was sent but whose deletion did not reach the disk
+//     (kill -9 between the two) is sent again after the restart, once,
+//     with the same dedup key (the webhook passes it as a header).
+//   - Alerts themselves are kept in memory. The rules part re-sends its
+//     firing alerts every evaluation interval and restores its state after
+//     a restart, so groups rebuild within one interval; the notification
+//     log, which survives, stops that from re-notifying what was already
+//     sent.
+//   - Delivery is sequential within a Tick; a receiver that hangs delays
+//     the others by at most deliver.Timeout per message.
+package notify

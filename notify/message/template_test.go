@@ -1,0 +1,46 @@
+package message
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestRender(t *testing.T) {
+	at := time.Date(2026, 3, 2, 10, 12, 0, 0, time.UTC)
+	m := &Message{
+		Status: "firing", At: at, ExternalURL: "http://box:9090",
+		CommonLabels: map[string]string{"alertname": "VLLMSlowTTFT", "severity": "P1", "job": "vllm"},
+		Alerts: []Alert{
+			{Status: "firing", Labels: map[string]string{"alertname": "VLLMSlowTTFT", "severity": "P1", "job": "vllm", "instance": "gpu1:8000"},
+				Annotations: map[string]string{"summary": "P90 TTFT 2.4s > 0.6s", "description": "1 of 3 instances breach"},
+				StartsAt:    at.Add(-7 * time.Minute), GeneratorURL: "http://box:9090/graph?g0.expr=x"},
+			{Status: "resolved", Labels: map[string]string{"alertname": "VLLMSlowTTFT", "severity": "P1", "job": "vllm", "instance": "gpu2:8000"},
+				Annotations: map[string]string{}, StartsAt: at.Add(-30 * time.Minute), EndsAt: at.Add(-2 * time.Minute)},
+		},
+	}
+	require.NoError(t, Render(m))
+	require.Equal(t, "[FIRING:1] P1 VLLMSlowTTFT (vllm)", m.Title)
+	require.Equal(t, `🔥 **P90 TTFT 2.4s > 0.6s**
+1 of 3 instances breach
+- instance: gpu1:8000
+- severity: P1
+- since: 2026-03-02 10:05:00 UTC (for 7m0s)
+- labels: alertname=VLLMSlowTTFT, instance=gpu1:8000, job=vllm, severity=P1
+- source: http://box:9090/graph?g0.expr=x
+
+✅ **VLLMSlowTTFT**
+- instance: gpu2:8000
+- severity: P1
+- since: 2026-03-02 09:42:00 UTC, resolved 10:10:00 UTC
+- labels: alertname=VLLMSlowTTFT, instance=gpu2:8000, job=vllm, severity=P1
+
+Open in the appliance: http://box:9090/alerts`, m.Text)
+	require.Contains(t, m.HTML, "<h2>[FIRING:1] P1 VLLMSlowTTFT (vllm)</h2>")
+
+	m.Status = "resolved"
+	m.Alerts = m.Alerts[1:]
+	require.NoError(t, Render(m))
+	require.Equal(t, "[RESOLVED] P1 VLLMSlowTTFT (vllm)", m.Title)
+}

@@ -1,0 +1,582 @@
+package notify
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/prometheus/alertmanager/timeinterval"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/notifier"
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/aiserve/appliance/config"
+	"github.com/aiserve/appliance/notify/deliver"
+	"github.com/aiserve/appliance/notify/message"
+)
+
+// Options configure a Notifier.
+type Options struct {
+	// DB is the bbolt state file; the notifier creates its buckets.
+	DB *bolt.DB
+	// Config is the alerting section; defaults are applied to it.
+	Config config.AlertingConfig
+	// ExternalURL is the appliance's own URL, for links in messages.
+	ExternalURL string
+	// Now is the clock; nil is time.Now.
+	Now func() time.Time
+	// TickInterval is how often Run does the due work.
+	TickInterval time.Duration
+	Logger       *slog.Logger
+	// Registerer takes the self-metrics; nil registers none.
+	Registerer prometheus.Registerer
+	// HTTPClient sends the receivers' requests; nil is a client with
+	// deliver.Timeout.
+	HTTPClient *http.Client
+	// Version is shown by /api/v2/status.
+	Version string
+}
+
+// DefaultOptions returns options with a one second tick.
+func DefaultOptions() Options {
+	return Options{TickInterval: time.Second, Now: time.Now, Logger: slog.Default()}
+}
+
+// Notifier routes alerts and delivers notifications; see the package doc.
+// Its methods may be called concurrently.
+type Notifier struct {
+	opts Options
+	db   *bolt.DB
+	now  func() time.Time
+	log  *slog.Logger
+	m    *metrics
+	// started is when the notifier was made, for /api/v2/status uptime.
+	started time.Time
+
+	mu         sync.Mutex
+	cfg        config.AlertingConfig
+	root       *route
+	inhibit    *inhibitor
+	intervener *timeinterval.Intervener
+	receivers  map[string][]*integration
+	templates  *message.Templates
+	alerts     map[model.Fingerprint]*alert
+	groups     map[string]*aggGroup
+	sil        *silences
+	warned     map[string]bool
+	// nextDigest is when the digest goes out next (also in bbolt).
+	nextDigest  time.Time
+	lastNflogGC time.Time
+
+	// deliverMu serialises deliveries: one message is never sent by two
+	// ticks at once.
+	deliverMu sync.Mutex
+	// afterSend, when set (tests), runs after a receiver accepted a
+	// message and before the outbox forgets it; an error stops the
+	// delivery there, as a crash would.
+	afterSend func(e *outboxEntry) error
+}
+
+// integration is one entry of a receiver (one webhook_configs item, ...).
+type integration struct {
+	name     string // receiver/type/index
+	receiver string
+	message.Notifier
+}
+
+// aggGroup is an aggregation group: the alerts of one route with the same
+// group labels.
+type aggGroup struct {
+	key    string
+	route  *route
+	labels model.LabelSet
+	fps    map[model.Fingerprint]bool
+	next   time.Time // when it flushes next
+}
+
+// New makes a Notifier and loads its state (silences, outbox) from the
+// database. It starts nothing; call Run.
+func New(opts Options) (*Notifier, error) {
+	if opts.DB == nil {
+		return nil, errors.New("notify: no database")
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.TickInterval <= 0 {
+		opts.TickInterval = time.Second
+	}
+	if opts.HTTPClient == nil {
+		opts.HTTPClient = &http.Client{}
+	}
+	n := &Notifier{
+		opts: opts, db: opts.DB, now: opts.Now, log: opts.Logger,
+		alerts: map[model.Fingerprint]*alert{}, groups: map[string]*aggGroup{}, warned: map[string]bool{},
+	}
+	n.started = n.now()
+	err := n.db.Update(func(tx *bolt.Tx) error {
+		for _, b := range [][]byte{bucketOutbox, bucketNflog, bucketHistory, bucketSilences, bucketDigest} {
+			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("create notify buckets: %w", err)
+	}
+	if n.sil, err = loadSilences(n.db); err != nil {
+		return nil, fmt.Errorf("load silences: %w", err)
+	}
+	n.m = newMetrics(opts.Registerer)
+	if err := n.ApplyConfig(opts.Config); err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+// ApplyConfig switches to a new alerting section. Groups are rebuilt from
+// the alerts at hand and wait group_wait again; the notification log keeps
+// them from repeating what was sent. An error leaves the old config.
+func (n *Notifier) ApplyConfig(c config.AlertingConfig) error {
+	c = c.Resolved()
+	recv, err := buildReceivers(c, n.opts.HTTPClient, n.now)
+	if err != nil {
+		return err
+	}
+	ti := map[string][]timeinterval.TimeInterval{}
+	for _, t := range c.TimeIntervals {
+		ti[t.Name] = t.TimeIntervals
+	}
+	tmpl, err := message.ParseTemplates(c.Templates.Title, c.Templates.Text)
+	if err != nil {
+		return err
+	}
+	if _, _, err := c.Digest.Clock(); err != nil {
+		return err
+	}
+	loc, err := c.Digest.Location()
+	if err != nil {
+		return err
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.cfg = c
+	n.receivers = recv
+	n.templates = tmpl
+	n.root = newRoute(c.Route, nil, "0")
+	n.inhibit = &inhibitor{rules: c.InhibitRules}
+	n.intervener = timeinterval.NewIntervener(ti)
+	now := n.now()
+	if err := n.scheduleDigest(now, loc); err != nil {
+		return err
+	}
+	n.groups = map[string]*aggGroup{}
+	for fp, a := range n.alerts {
+		n.route(fp, a, now)
+	}
+	return nil
+}
+
+// Send takes alerts from Prometheus' rules manager (the shape of its
+// NotifyFunc): firing alerts with an end time in the future, resolved ones
+// with one in the past. It does not block on delivery.
+func (n *Notifier) Send(alerts ...*notifier.Alert) {
+	as := make([]model.Alert, 0, len(alerts))
+	for _, a := range alerts {
+		as = append(as, fromPrometheus(a))
+	}
+	n.Post(as)
+}
+
+// Post takes alerts in Alertmanager's form (the v2 API). An alert without
+// a start starts now; one without an end resolves after resolveTimeout
+// unless it is posted again.
+func (n *Notifier) Post(alerts []model.Alert) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	now := n.now()
+	for _, a := range alerts {
+		if len(a.Labels) == 0 {
+			continue
+		}
+		if a.StartsAt.IsZero() {
+			a.StartsAt = now
+			if !a.EndsAt.IsZero() && a.EndsAt.Before(now) {
+				a.StartsAt = a.EndsAt
+			}
+		}
+		if a.EndsAt.IsZero() {
+			a.EndsAt = now.Add(resolveTimeout)
+		}
+		fp := a.Labels.Fingerprint()
+		na := merge(n.alerts[fp], a, now)
+		n.alerts[fp] = na
+		n.route(fp, na, now)
+		n.m.received.Inc()
+	}
+}
+
+// route puts an alert into the aggregation groups of its routes.
+func (n *Notifier) route(fp model.Fingerprint, a *alert, now time.Time) {
+	for _, r := range n.root.match(a.Labels) {
+		gl := r.groupLabels(a.Labels)
+		key := r.groupKey(gl)
+		g := n.groups[key]
+		if g == nil {
+			g = &aggGroup{key: key, route: r, labels: gl, fps: map[model.Fingerprint]bool{}, next: now.Add(r.groupWait)}
+			n.groups[key] = g
+		}
+		g.fps[fp] = true
+	}
+}
+
+// Run calls Tick every TickInterval until ctx ends; the first tick at once
+// resumes what the outbox held at the last stop.
+func (n *Notifier) Run(ctx context.Context) error {
+	t := time.NewTicker(n.opts.TickInterval)
+	defer t.Stop()
+	for {
+		if err := n.Tick(ctx); err != nil {
+			n.log.Error("notify tick", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// Tick does what is due at the clock's time: flushes groups, sends the
+// digest, delivers and retries the outbox, forgets old state.
+func (n *Notifier) Tick(ctx context.Context) error {
+	now := n.now()
+	var errs []error
+	n.mu.Lock()
+	keys := make([]string, 0, len(n.groups))
+	for k, g := range n.groups {
+		if !g.next.After(now) {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if err := n.flush(n.groups[k], now); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := n.maybeSendDigest(now); err != nil {
+		errs = append(errs, err)
+	}
+	n.gc(now)
+	n.mu.Unlock()
+	if err := n.deliver(ctx, now); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// muted reports whether the route's time intervals mute it at now.
+func (n *Notifier) mutedByTime(r *route, now time.Time) bool {
+	if len(r.muteTimeIntervals) > 0 {
+		if m, _, err := n.intervener.Mutes(r.muteTimeIntervals, now); err == nil && m {
+			return true
+		}
+	}
+	if len(r.activeTimeIntervals) > 0 {
+		if in, _, err := n.intervener.Mutes(r.activeTimeIntervals, now); err == nil && !in {
+			return true
+		}
+	}
+	return false
+}
+
+// flush is one flush of a group: see the package doc.
+func (n *Notifier) flush(g *aggGroup, now time.Time) error {
+	r := g.route
+	g.next = now.Add(r.groupInterval)
+	var (
+		alerts           []message.Alert
+		firing, resolved []string
+		done             []model.Fingerprint
+	)
+	for fp := range g.fps {
+		a := n.alerts[fp]
+		if a == nil {
+			delete(g.fps, fp)
+			continue
+		}
+		if a.resolved(now) {
+			done = append(done, fp)
+		}
+		if len(n.sil.mutes(a.Labels, now)) > 0 || len(n.inhibit.inhibitedBy(a.Labels, fp, n.alerts, now)) > 0 {
+			continue
+		}
+		ma := a.message(now)
+		alerts = append(alerts, ma)
+		if ma.Status == "firing" {
+			firing = append(firing, ma.Fingerprint)
+		} else {
+			resolved = append(resolved, ma.Fingerprint)
+		}
+	}
+	defer func() {
+		for _, fp := range done {
+			delete(g.fps, fp)
+		}
+		if len(g.fps) == 0 {
+			delete(n.groups, g.key)
+		}
+	}()
+	if len(alerts) == 0 || n.mutedByTime(r, now) {
+		return nil
+	}
+	message.SortAlerts(alerts)
+	sort.Strings(firing)
+	sort.Strings(resolved)
+	if r.digest {
+		return n.recordDigest(alerts, now)
+	}
+	if r.receiver == "" {
+		n.warnOnce("noreceiver:"+r.id, "alerts match a route without a receiver and are not sent; give them a severity label (P0, P1, P2) or a route", "group", g.key)
+		return nil
+	}
+	ints, ok := n.receivers[r.receiver]
+	if !ok {
+		n.warnOnce("receiver:"+r.receiver, "alerts route to a receiver that is not defined; define it under alerting.receivers", "receiver", r.receiver, "group", g.key)
+		return nil
+	}
+	sendResolved := false
+	for _, in := range ints {
+		sendResolved = sendResolved || in.SendResolved()
+	}
+	// Most flushes change nothing: decide in a read transaction, so that
+	// they cost no disk write.
+	var update bool
+	err := n.db.View(func(tx *bolt.Tx) error {
+		e, err := readNflog(tx, g.key, r.receiver)
+		update = err == nil && needsUpdate(e, firing, resolved, sendResolved, r.repeatInterval, now)
+		return err
+	})
+	if err != nil || !update {
+		return err
+	}
+	return n.db.Update(func(tx *bolt.Tx) error {
+		var entries []*outboxEntry
+		for _, in := range ints {
+			as := alerts
+			if !in.SendResolved() {
+				as = onlyFiring(alerts)
+				if len(as) == 0 {
+					continue
+				}
+			}
+			m := n.newMessage(message.KindAlerts, r.receiver, g.key, g.labels, as, in.name, now)
+			if err := n.templates.Render(m); err != nil {
+				return err
+			}
+			entries = append(entries, &outboxEntry{Integration: in.name, Receiver: r.receiver, GroupKey: g.key, CreatedAt: now, NextAttempt: now, Message: m})
+		}
+		if err := enqueue(tx, entries...); err != nil {
+			return fmt.Errorf("write outbox: %w", err)
+		}
+		return writeNflog(tx, g.key, r.receiver, &nflogEntry{Firing: firing, Resolved: resolved, Timestamp: now})
+	})
+}
+
+func onlyFiring(as []message.Alert) []message.Alert {
+	var out []message.Alert
+	for _, a := range as {
+		if a.Status == "firing" {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// newMessage builds a message with Alertmanager's common labels and
+// annotations and a dedup key unique to this notification.
+func (n *Notifier) newMessage(kind, receiver, groupKey string, gl model.LabelSet, as []message.Alert, integ string, now time.Time) *message.Message {
+	m := &message.Message{
+		Kind: kind, Receiver: receiver, GroupKey: groupKey, GroupLabels: toMap(gl),
+		ExternalURL: n.opts.ExternalURL, Alerts: as, At: now, Status: "resolved",
+	}
+	for i, a := range as {
+		if a.Status == "firing" {
+			m.Status = "firing"
+		}
+		if i == 0 {
+			m.CommonLabels, m.CommonAnnotations = cloneMap(a.Labels), cloneMap(a.Annotations)
+			continue
+		}
+		intersect(m.CommonLabels, a.Labels)
+		intersect(m.CommonAnnotations, a.Annotations)
+	}
+	if m.CommonLabels == nil {
+		m.CommonLabels, m.CommonAnnotations = map[string]string{}, map[string]string{}
+	}
+	h := sha256.Sum256(fmt.Appendf(nil, "%s\xff%s\xff%d", groupKey, integ, now.UnixNano()))
+	m.DedupKey = hex.EncodeToString(h[:12])
+	return m
+}
+
+func cloneMap(m map[string]string) map[string]string {
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+func intersect(dst, m map[string]string) {
+	for k, v := range dst {
+		if m[k] != v {
+			delete(dst, k)
+		}
+	}
+}
+
+func (n *Notifier) warnOnce(key, msg string, args ...any) {
+	if n.warned[key] {
+		return
+	}
+	n.warned[key] = true
+	n.log.Warn(msg, args...)
+}
+
+// gc forgets alerts that resolved a while ago and belong to no group, and
+// old silences.
+func (n *Notifier) gc(now time.Time) {
+	inGroup := map[model.Fingerprint]bool{}
+	for _, g := range n.groups {
+		for fp := range g.fps {
+			inGroup[fp] = true
+		}
+	}
+	for fp, a := range n.alerts {
+		if !inGroup[fp] && a.resolved(now) && now.Sub(a.EndsAt) > resolveTimeout {
+			delete(n.alerts, fp)
+		}
+	}
+	if err := n.sil.gc(now); err != nil {
+		n.log.Warn("cannot delete old silences", "err", err)
+	}
+	if now.Sub(n.lastNflogGC) >= time.Hour {
+		n.lastNflogGC = now
+		if err := gcNflog(n.db, now.Add(-nflogRetention)); err != nil {
+			n.log.Warn("cannot delete old notification log entries", "err", err)
+		}
+	}
+}
+
+// integration returns the integration named name (receiver/type/index).
+func (n *Notifier) integration(name string) *integration {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, ints := range n.receivers {
+		for _, in := range ints {
+			if in.name == name {
+				return in
+			}
+		}
+	}
+	return nil
+}
+
+// deliver sends what is due in the outbox, in order per queue.
+func (n *Notifier) deliver(ctx context.Context, now time.Time) error {
+	n.deliverMu.Lock()
+	defer n.deliverMu.Unlock()
+	entries, err := pending(n.db)
+	if err != nil {
+		return err
+	}
+	n.mu.Lock()
+	ob := n.cfg.Outbox
+	n.mu.Unlock()
+	blocked := map[string]bool{}
+	queued := map[string]float64{}
+	for _, e := range entries {
+		queued[e.Receiver]++
+		q := e.queue()
+		if blocked[q] || e.NextAttempt.After(now) || ctx.Err() != nil {
+			blocked[q] = true
+			continue
+		}
+		in := n.integration(e.Integration)
+		var sendErr error
+		if in == nil {
+			sendErr = fmt.Errorf("integration %s is no longer configured", e.Integration)
+		} else {
+			sendErr = in.Notify(ctx, e.Message)
+			if sendErr == nil && n.afterSend != nil {
+				if err := n.afterSend(e); err != nil {
+					return err
+				}
+			}
+		}
+		e.Attempts++
+		d := Delivery{At: now, Receiver: e.Receiver, Integration: e.Integration, GroupKey: e.GroupKey, Kind: e.Message.Kind, Title: e.Message.Title, DedupKey: e.Message.DedupKey, Attempts: e.Attempts}
+		switch {
+		case sendErr == nil:
+			d.Result = "sent"
+			n.m.total.WithLabelValues(e.Receiver, "sent").Inc()
+			queued[e.Receiver]--
+		case in == nil || deliver.IsPermanent(sendErr) || now.Sub(e.CreatedAt) >= time.Duration(ob.GiveUpAfter):
+			d.Result, d.Error = "failed", sendErr.Error()
+			n.m.total.WithLabelValues(e.Receiver, "failed").Inc()
+			queued[e.Receiver]--
+			n.log.Error("notification given up", "receiver", e.Receiver, "integration", e.Integration, "attempts", e.Attempts, "age", now.Sub(e.CreatedAt).String(), "err", sendErr)
+		default:
+			e.LastError = sendErr.Error()
+			e.NextAttempt = now.Add(backoff(e.Attempts, time.Duration(ob.MinBackoff), time.Duration(ob.MaxBackoff)))
+			n.m.total.WithLabelValues(e.Receiver, "retried").Inc()
+			blocked[q] = true
+			n.log.Warn("notification not accepted; will retry", "receiver", e.Receiver, "integration", e.Integration, "attempts", e.Attempts, "next", e.NextAttempt, "err", sendErr)
+		}
+		err := n.db.Update(func(tx *bolt.Tx) error {
+			if d.Result == "" {
+				return putEntry(tx, e)
+			}
+			if err := tx.Bucket(bucketOutbox).Delete(seqKey(e.Seq)); err != nil {
+				return err
+			}
+			return appendHistory(tx, d)
+		})
+		if err != nil {
+			return fmt.Errorf("update outbox: %w", err)
+		}
+	}
+	n.m.setQueued(queued)
+	return nil
+}
+
+func putEntry(tx *bolt.Tx, e *outboxEntry) error {
+	v, err := json.Marshal(e)
+	if err != nil {
+		return err
+	}
+	return tx.Bucket(bucketOutbox).Put(seqKey(e.Seq), v)
+}
+
+// backoff doubles from min with each attempt, up to max.
+func backoff(attempts int, lo, hi time.Duration) time.Duration {
+	d := lo
+	for i := 1; i < attempts && d < hi; i++ {
+		d *= 2
+	}
+	return min(d, hi)
+}

@@ -1,0 +1,96 @@
+package rules
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/prometheus/prometheus/util/teststorage"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/aiserve/appliance/query"
+)
+
+func TestMain(m *testing.M) {
+	// VictoriaMetrics' packages (linked for the benchmark) start
+	// process-wide goroutines in their init functions.
+	goleak.VerifyTestMain(m, goleak.IgnoreCurrent())
+}
+
+func newTestManager(t *testing.T) *Manager {
+	t.Helper()
+	st := teststorage.New(t)
+	t.Cleanup(func() { _ = st.Close() })
+	return New(Options{Queryable: st, Appendable: st, Engine: query.New(query.Options{}, nil, nil)})
+}
+
+// run runs m until the test ends.
+func run(t *testing.T, m *Manager) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		require.NoError(t, <-done)
+	})
+}
+
+func groupNames(m *Manager) map[string]bool {
+	out := map[string]bool{}
+	for _, g := range m.RuleGroups() {
+		out[g.File()+" "+g.Name()] = true
+	}
+	return out
+}
+
+// TestUpdateKeepsRulesOnError: a reload with a bad rule file says where
+// the error is and leaves the rules in force running.
+func TestUpdateKeepsRulesOnError(t *testing.T) {
+	m := newTestManager(t)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "a.rules.yml")
+	require.NoError(t, os.WriteFile(file, []byte(`groups:
+  - name: a
+    rules:
+      - alert: Down
+        expr: up == 0
+        labels: {severity: P1}
+`), 0o644))
+	cfg := Config{Interval: 15 * time.Second, Files: []string{filepath.Join(dir, "*.rules.yml")}, Packs: []string{"gpu", "probes"}}
+	require.NoError(t, m.Update(cfg))
+	require.Empty(t, groupNames(m), "nothing runs before Run")
+	run(t, m)
+	require.Eventually(t, func() bool { return len(groupNames(m)) == 4 }, 10*time.Second, 10*time.Millisecond)
+	want := map[string]bool{file + " a": true, "pack:gpu gpu": true, "pack:probes probes": true, warmupID + " appliance-warmup": true}
+	require.Equal(t, want, groupNames(m))
+
+	require.NoError(t, os.WriteFile(file, []byte(`groups:
+  - name: a
+    rules:
+      - alert: Down
+        expr: up == 0
+        labels: {severity: sev1}
+`), 0o644))
+	err := m.Update(cfg)
+	require.ErrorContains(t, err, file+`:6: group "a", rule 1, "Down": severity "sev1": want P0, P1 or P2`)
+	require.Equal(t, want, groupNames(m))
+	require.Len(t, m.AlertingRules(), 8, "Down, the three gpu rules and the four probes rules")
+}
+
+func TestRunStopsWhenContextEnds(t *testing.T) {
+	m := newTestManager(t)
+	require.NoError(t, m.Update(Config{Packs: []string{"targets"}}))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx) }()
+	cancel()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return after its context ended")
+	}
+}

@@ -1,0 +1,34 @@
+package rules
+
+import (
+	"embed"
+	"io/fs"
+	"slices"
+	"strings"
+)
+
+// packs are the embedded rule packs, one file per pack:
+// packs/<name>.yml. A pack is added by adding its file (and its name to
+// config.RulePackNames); nothing else lists them.
+//
+//go:embed packs/*.yml
+var packs embed.FS
+
+// PackNames returns the names of the embedded packs, sorted.
+func PackNames() []string {
+	entries, _ := fs.ReadDir(packs, "packs")
+	var names []string
+	for _, e := range entries {
+		if n, ok := strings.CutSuffix(e.Name(), ".yml"); ok {
+			names = append(names, n)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+// Pack returns the text of an embedded pack.
+func Pack(name string) ([]byte, bool) {
+	data, err := packs.ReadFile("packs/" + name + ".yml")
+	return data, err == nil
+}

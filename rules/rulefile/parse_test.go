@@ -1,0 +1,118 @@
+package rulefile
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestParseExtensionErrors(t *testing.T) {
+	f := func(rule string, want ...string) {
+		t.Helper()
+		text := "groups:\n  - name: g\n    rules:\n" + rule
+		_, errs := Parse([]byte(text))
+		var got []string
+		for _, e := range errs {
+			got = append(got, e.Error())
+		}
+		require.Equal(t, want, got, "rule file:\n%s", text)
+	}
+	// Lines count from the top of the file: the rule starts at line 4.
+	f(`      - alert: A
+        expr: up == 0
+`, `4: group "g", rule 1, "A": the label severity is missing; every alerting rule needs severity: P0, P1 or P2`)
+	f(`      - alert: A
+        expr: up == 0
+        labels:
+          severity: critical
+`, `6: group "g", rule 1, "A": severity "critical": want P0, P1 or P2`)
+	f(`      - alert: A
+        expr: up == 0
+        instances: {min: 0, ratio: 2}
+        labels: {severity: P1}
+`, `6: instances: min must be a whole number of at least 1, not "0"`,
+		`6: instances: ratio must be a number above 0 and at most 1, not "2"`,
+		`6: instances needs exactly one of min, ratio and all`)
+	f(`      - alert: A
+        expr: up == 0
+        instances: {all: true, by: [pod], max: 3}
+        labels: {severity: P1}
+`, `6: unknown field "max" in instances; want min, ratio, all or by`)
+	f(`      - alert: A
+        expr: absent(up)
+        instances: {all: true}
+        labels: {severity: P1}
+`, "5: group \"g\", rule 1, \"A\": instances needs an expression that is a comparison without bool, such as `latency > 2`: it is evaluated per instance")
+	f(`      - alert: A
+        expr: up > 1
+        instances: {all: true}
+        escalate_when_all: P0
+        labels: {severity: P1}
+`, `7: group "g", rule 1, "A": escalate_when_all needs instances with min or ratio`)
+	f(`      - alert: A
+        expr: up > 1
+        instances: {min: 1}
+        escalate_when_all: P2
+        labels: {severity: P1}
+`, `7: group "g", rule 1, "A": escalate_when_all P2 must be more urgent than the rule's severity P1`)
+	f(`      - record: r
+        expr: up
+        warmup: 1m
+`, `6: group "g", rule 1, "r": warmup applies to alerting rules only`)
+	f(`      - alert: A
+        expr: up == 0
+        warmup: soon
+        labels: {severity: P1}
+`, `6: warmup: not a valid duration string: "soon"`)
+	// Structure first: an unknown key hides the later stages' errors.
+	f(`      - alert: A
+        expr: up == 0
+        fro: 5m
+`, `6: unknown field "fro"`)
+}
+
+func TestParsePrometheusErrorsUnchanged(t *testing.T) {
+	_, errs := Parse([]byte("groups:\n  - name: g\n    rules:\n      - alert: A\n        expr: up ==\n        labels: {severity: P1}\n"))
+	require.Len(t, errs, 1)
+	require.Contains(t, errs[0].Error(), "could not parse expression")
+}
+
+func TestCompile(t *testing.T) {
+	f, errs := Parse([]byte(`groups:
+  - name: g
+    warmup: 0s
+    rules:
+      - alert: Slow
+        expr: histogram_quantile(0.95, sum by (le, instance, model) (rate(x_bucket[5m]))) > 2
+        for: 5m
+        instances: {min: 2}
+        escalate_when_all: P0
+        labels: {severity: P1}
+      - alert: Down
+        expr: up == 0
+        warmup: 2m
+        labels: {severity: P0}
+      - alert: Half
+        expr: lat > on (pod) group_left () limit
+        instances: {ratio: 0.5, by: [pod]}
+        labels: {severity: P2}
+`))
+	require.Empty(t, errs)
+	rgs, info := f.Compile()
+	require.Len(t, rgs.Groups[0].Rules, 4)
+	var got []string
+	for _, c := range info {
+		got = append(got, c.Alert+" "+c.Severity+" "+c.Expr)
+	}
+	q := "histogram_quantile(0.95, sum by (le, instance, model) (rate(x_bucket[5m]))) > bool 2"
+	require.Equal(t, []string{
+		"Slow P0 avg without (instance) (" + q + ") == 1",
+		"Slow P1 (sum without (instance) (" + q + ") >= 2) or (avg without (instance) (" + q + ") == 1)",
+		"Down P0 (up == 0) unless on (instance) (" + WarmingExpr(2*60e9) + ")",
+		"Half P2 avg without (pod) (lat > bool on (pod) group_left () limit) >= 0.5",
+	}, got)
+	require.Equal(t, rgs.Groups[0].Rules[0].Labels["severity"], "P0")
+	require.Equal(t, rgs.Groups[0].Rules[1].Labels["severity"], "P1")
+	require.True(t, strings.Contains(rgs.Groups[0].Rules[0].Annotations[BreachingAnnotation], "query"))
+}
