@@ -37,6 +37,9 @@ func TestRatioUsesBestAnchor(t *testing.T) {
 // sizeFleet must land near the series asked for, counted the way the
 // report counts them.
 func TestSizeFleet(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits 15 s for the probe fleet to settle")
+	}
 	ctx := t.Context()
 	o := options{models: 1, targetSeries: 5000, seed: 1}
 	opts, err := sizeFleet(ctx, o)
@@ -46,6 +49,6 @@ func TestSizeFleet(t *testing.T) {
 	defer f.stop()
 	n, err := countSeries(ctx, &http.Client{Timeout: 10 * time.Second}, f.Targets())
 	require.NoError(t, err)
-	require.InEpsilon(t, 5000, n, 0.1, "series in a fleet of %d instances", opts.Instances)
+	require.InEpsilon(t, 5000, n, 0.15, "series in a fleet of %d instances", opts.Instances)
 	require.NoError(t, f.stop())
 }

@@ -34,7 +34,8 @@ type result struct {
 	sys system
 	err error // the system could not be measured (fully); figures may be partial
 
-	seriesPerScrape int // fleet series in one round of scrapes, counted by us
+	seriesPerScrape int // fleet series in one round of scrapes, counted by us at the start
+	seriesAtEnd     int // the same, counted at the end of the window
 	targets         int
 
 	window        time.Duration // steady-state window actually measured
@@ -54,8 +55,8 @@ type result struct {
 }
 
 // sizeFleet returns the fleet options: the instance count from -instances,
-// or, when that is 0, enough instances for about -series series, counted
-// on a one-instance fleet.
+// or, when that is 0, enough instances for about -series series, counted on
+// a small probe fleet once its series count has settled.
 func sizeFleet(ctx context.Context, o options) (demo.FleetOptions, error) {
 	opts := demo.DefaultFleetOptions()
 	opts.Host = "127.0.0.1"
@@ -66,26 +67,46 @@ func sizeFleet(ctx context.Context, o options) (demo.FleetOptions, error) {
 	if o.instances > 0 {
 		return opts, nil
 	}
+	// A simulated server adds series as its first requests bring label
+	// values it had not shown yet: one vLLM instance with one model shows
+	// 348 series at once, 385 after 15 s and about 393 after a minute
+	// (measured with seed 1), so count after probeSettle, over a few
+	// instances to average their randomness.
+	const (
+		probeInstances = 5
+		probeSettle    = 15 * time.Second
+	)
 	probe := opts
-	probe.Instances = 1
+	probe.Instances = probeInstances
 	f, err := startFleet(ctx, probe)
 	if err != nil {
 		return opts, err
 	}
-	n, err := countSeries(ctx, &http.Client{Timeout: 30 * time.Second}, f.Targets())
+	log.Printf("sizing the fleet: counting the series of %d instances after %s", probeInstances, probeSettle)
+	t := time.NewTimer(probeSettle)
+	select {
+	case <-ctx.Done():
+		err = context.Cause(ctx)
+	case <-t.C:
+	}
+	t.Stop()
+	n := 0
+	if err == nil {
+		n, err = countSeries(ctx, &http.Client{Timeout: 30 * time.Second}, f.Targets())
+	}
 	if stopErr := f.stop(); err == nil {
 		err = stopErr
 	}
 	if err != nil {
-		return opts, fmt.Errorf("count series of one demo instance: %w", err)
+		return opts, fmt.Errorf("count series of the probe fleet: %w", err)
 	}
 	if n == 0 {
-		return opts, errors.New("a demo instance exposes no series")
+		return opts, errors.New("the demo instances expose no series")
 	}
-	opts.Instances = int(math.Round(float64(o.targetSeries) / float64(n)))
-	opts.Instances = max(opts.Instances, 1)
-	log.Printf("one instance with %d model(s) exposes %d series: using %d instances for about %d series",
-		o.models, n, opts.Instances, opts.Instances*n)
+	perInstance := float64(n) / probeInstances
+	opts.Instances = max(1, int(math.Round(float64(o.targetSeries)/perInstance)))
+	log.Printf("one instance with %d model(s) exposes about %.0f series: using %d instances for about %.0f series",
+		o.models, perInstance, opts.Instances, float64(opts.Instances)*perInstance)
 	return opts, nil
 }
 
@@ -178,6 +199,11 @@ func measureInto(ctx context.Context, res *result, bin string, fleetOpts demo.Fl
 	res.samplesWindow = samples1 - samples0
 	log.Printf("%s: %.0f samples (%.0f/s), %.1f CPU s in the window", sys.name,
 		res.samplesWindow, res.samplesWindow/res.window.Seconds(), res.cpuWindow.Seconds())
+	// The simulated servers add series as requests come in (label values
+	// first seen later), so the count grows a little during the run.
+	if res.seriesAtEnd, err = countSeries(ctx, client, targets); err != nil {
+		return fmt.Errorf("count fleet series at the end: %w", err)
+	}
 
 	// The query covers the run from the moment the system was ready; the
 	// system keeps scraping meanwhile, as it would in use.

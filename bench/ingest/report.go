@@ -78,6 +78,12 @@ var details = []struct {
 	name string
 	cell func(r *result) string
 }{
+	{"fleet series per scrape (start → end)", func(r *result) string {
+		if r.seriesPerScrape == 0 {
+			return "—"
+		}
+		return fmt.Sprintf("%d → %d", r.seriesPerScrape, r.seriesAtEnd)
+	}},
 	{"samples ingested per s (window)", func(r *result) string {
 		if r.window <= 0 {
 			return "—"
@@ -186,7 +192,7 @@ func (rep *report) markdown() string {
 	fmt.Fprintf(&b, "- machine: %s\n", rep.machine)
 	fmt.Fprintf(&b, "- fleet: %d instances × %d model(s) (%s), seed %d, request rate %g/s, in the benchmark's process (its CPU is not counted)\n",
 		rep.fleet.Instances, len(rep.fleet.Models), strings.Join(rep.fleet.Models, ", "), rep.fleet.Seed, rep.fleet.RequestRate)
-	fmt.Fprintf(&b, "- series per scrape round, counted from the first scrape: %d (plus each system's own `up` and `scrape_*` series per target)\n", rep.seriesPerScrape)
+	fmt.Fprintf(&b, "- series per scrape round, counted from the first scrape: %d (plus each system's own `up` and `scrape_*` series per target; the count grows a little as simulated requests bring new label values)\n", rep.seriesPerScrape)
 	fmt.Fprintf(&b, "- scrape: job `vllm`, static targets, interval and timeout %s\n", o.interval)
 	fmt.Fprintf(&b, "- per system: fresh data dir, %s warm-up (excluded from CPU per sample), then a %s steady-state window\n", o.warmup, o.duration)
 	fmt.Fprintf(&b, "- query: `%s`, query_range from the moment the system was ready to the end of the window", benchQuery)
