@@ -1,0 +1,174 @@
+// Command tiers backfills 90 days of vLLM-like series into Prometheus,
+// VictoriaMetrics and the appliance (raw 7d, 1m 30d, 5m 90d), then times a
+// p95 histogram_quantile and a max_over_time over 7, 30 and 90 days on each
+// and prints, side by side, the median latencies, the ratio appliance ÷
+// faster anchor, the tiers that served each appliance query and the disk
+// each system uses for the same data.
+//
+// Run it from the module root:
+//
+//	go run ./bench/tiers                          # full scale: 576 series, 90 days at 15 s, ~299M samples
+//	go run ./bench/tiers -series=96               # ~50M samples, about 25 minutes on 2 cores
+//	go run ./bench/tiers -series=32 -days=90 -only=appliance
+//
+// Each system runs alone, one after the other, on a fresh data dir: the
+// appliance, then VictoriaMetrics, then Prometheus. See bench/README.md,
+// "Tiers benchmark", for how each is backfilled and what the figures mean.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/aiserve/appliance/bench/harness"
+)
+
+const (
+	prometheusVersion      = "v0.316.0"
+	victoriaMetricsVersion = "v1.151.0"
+	// guard is left out at the old end of the data, so that its oldest
+	// sample is still inside the appliance's 90-day retention when it is
+	// imported and queried some minutes after the run started.
+	guard = time.Hour
+)
+
+func main() { os.Exit(run()) }
+
+type options struct {
+	series       int
+	models       int
+	days         int
+	interval     time.Duration
+	queries      int
+	seed         uint64
+	only         []string
+	batchSamples int
+	keepData     bool
+	settle       time.Duration
+}
+
+func run() int {
+	log.SetFlags(log.Ltime)
+	log.SetPrefix("tiers: ")
+	var (
+		o    options
+		only string
+	)
+	flag.IntVar(&o.series, "series", 576, "series to aim for (32 per model and instance); 576 at 90 days and 15 s is the issue's ~300M samples")
+	flag.IntVar(&o.models, "models", 3, "models; instances per model = series / (32 × models), at least 1")
+	flag.IntVar(&o.days, "days", 90, "days of data to backfill, ending now")
+	flag.DurationVar(&o.interval, "interval", 15*time.Second, "sample interval (must divide 5m)")
+	flag.IntVar(&o.queries, "queries", 5, "timed repeats of each query; the median is reported")
+	flag.Uint64Var(&o.seed, "seed", 1, "generator seed; every system gets the same data")
+	flag.StringVar(&only, "only", "appliance,victoriametrics,prometheus", "comma-separated systems to run, in this order")
+	flag.IntVar(&o.batchSamples, "batch-samples", 100_000, "samples per import request (rounded to whole 5-minute windows)")
+	flag.BoolVar(&o.keepData, "keep-data", false, "keep the data dirs under bench/out/tiers-<time>/")
+	flag.DurationVar(&o.settle, "settle-timeout", 30*time.Minute, "longest wait for the appliance's downsampler or VictoriaMetrics' merge")
+	flag.Parse()
+	if flag.NArg() > 0 {
+		log.Printf("unexpected arguments %q; see -help", flag.Args())
+		return 2
+	}
+	if o.series < seriesPerGrp || o.models < 1 || o.days < 1 || o.queries < 1 || o.batchSamples < 1 {
+		log.Printf("need -series >= %d, -models, -days, -queries, -batch-samples >= 1", seriesPerGrp)
+		return 2
+	}
+	if o.interval <= 0 || (5*time.Minute)%o.interval != 0 || o.interval%time.Millisecond != 0 {
+		log.Printf("-interval %s must be whole milliseconds and divide 5m", o.interval)
+		return 2
+	}
+	o.only = strings.Split(only, ",")
+	for _, name := range o.only {
+		if _, ok := systemByName(name); !ok {
+			log.Printf("-only: unknown system %q (want prometheus, victoriametrics, appliance)", name)
+			return 2
+		}
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := runBench(ctx, o); err != nil {
+		if errors.Is(err, context.Canceled) {
+			log.Print("interrupted")
+			return 130
+		}
+		log.Print(err)
+		return 1
+	}
+	return 0
+}
+
+func runBench(ctx context.Context, o options) error {
+	root, err := harness.ModuleRoot(".")
+	if err != nil {
+		return err
+	}
+	stamp := time.Now().UTC().Format("20060102-150405")
+	outDir := filepath.Join(root, "bench", "out", "tiers-"+stamp)
+	if err := os.MkdirAll(outDir, 0o755); err != nil {
+		return err
+	}
+	binDir := filepath.Join(root, "bench", ".bin")
+
+	instances := max(1, (o.series+seriesPerGrp*o.models/2)/(seriesPerGrp*o.models))
+	end := time.Now().UTC().Truncate(5 * time.Minute)
+	cfg := genConfig{
+		Models:    o.models,
+		Instances: instances,
+		Start:     end.Add(-time.Duration(o.days)*24*time.Hour + guard),
+		End:       end,
+		Interval:  o.interval,
+		Seed:      o.seed,
+	}
+	g := newGen(cfg)
+	rep := &report{
+		opts:    o,
+		cfg:     cfg,
+		series:  g.numSeries(),
+		samples: int64(g.numSeries()) * g.numSteps(),
+		machine: harness.ReadMachine(),
+		outDir:  outDir,
+		results: map[string]*sysResult{},
+	}
+	log.Printf("data: %d models × %d instances = %d series, %s .. %s every %s: %d samples; logs in %s",
+		o.models, instances, rep.series, cfg.Start.Format(time.RFC3339), end.Format(time.RFC3339), o.interval, rep.samples, outDir)
+
+	buildLog, err := os.Create(filepath.Join(outDir, "build.log"))
+	if err != nil {
+		return err
+	}
+	defer buildLog.Close()
+
+	for _, name := range o.only {
+		sys, _ := systemByName(name)
+		log.Printf("%s: build", sys.title)
+		bins, err := sys.build(ctx, root, binDir, buildLog)
+		if err != nil {
+			return fmt.Errorf("%s: %w (see %s)", sys.title, err, buildLog.Name())
+		}
+		res, err := runSystem(ctx, sys, bins, cfg, o, outDir)
+		if err != nil {
+			return fmt.Errorf("%s: %w", sys.title, err)
+		}
+		rep.results[name] = res
+		rep.order = append(rep.order, name)
+	}
+
+	md := rep.markdown()
+	fmt.Println(md)
+	mdPath := filepath.Join(root, "bench", "out", "tiers-"+stamp+".md")
+	if err := os.WriteFile(mdPath, []byte(md), 0o644); err != nil {
+		return err
+	}
+	log.Printf("report written to %s", mdPath)
+	return nil
+}
