@@ -32,7 +32,13 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binary = filepath.Join(dir, "appliance")
-	build := exec.Command("go", "build", "-o", binary, "../cmd/appliance")
+	args := []string{"build", "-o", binary}
+	if os.Getenv("E2E_RACE") != "" {
+		// E2E_RACE=1 builds the binary with the race detector, to catch
+		// races between the parts of the real, wired-up appliance.
+		args = append(args, "-race")
+	}
+	build := exec.Command("go", append(args, "../cmd/appliance")...)
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "build appliance:", err)

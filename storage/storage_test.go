@@ -556,6 +556,44 @@ func TestQueryLimits(t *testing.T) {
 	require.ErrorIs(t, ss.Err(), context.Canceled)
 }
 
+// TestReadAcrossDecodeBatches reads more blocks than one decode batch
+// holds: every series comes back whole, series whose blocks straddle two
+// batches included, and the sample limit counts across batches.
+func TestReadAcrossDecodeBatches(t *testing.T) {
+	opts := DefaultOptions()
+	opts.Path = t.TempDir()
+	db, err := Open(opts)
+	require.NoError(t, err)
+	defer db.Close()
+	const nSeries = decodeBatchBlocks + 100
+	// Two commits with a flush between them: two parts, so each series
+	// has two blocks and the read holds about 2*nSeries blocks.
+	for half := range 2 {
+		data := map[string][]sample{}
+		for i := range nSeries {
+			data[`wide{i="`+itoa(i)+`"}`] = samplesOf(5, baseTime+int64(half)*5000, 1000, func(j int) float64 { return float64(i*10 + half*5 + j) })
+		}
+		appendSamples(t, db, data)
+		db.Flush()
+	}
+	_, got := selectAll(t, db, baseTime, baseTime+60000, nil, labels.MustNewMatcher(labels.MatchEqual, "__name__", "wide"))
+	require.Len(t, got, nSeries)
+	for name, samples := range got {
+		require.Len(t, samples, 10, name)
+		for j := 1; j < len(samples); j++ {
+			require.Equal(t, samples[j-1].t+1000, samples[j].t, "%s sorted, no gaps", name)
+			require.Equal(t, samples[j-1].v+1, samples[j].v, name)
+		}
+	}
+
+	db.opts.MaxSamplesPerQuery = nSeries*10 - 1
+	q, err := db.Querier(baseTime, baseTime+60000)
+	require.NoError(t, err)
+	ss := q.Select(context.Background(), true, nil, labels.MustNewMatcher(labels.MatchEqual, "__name__", "wide"))
+	require.False(t, ss.Next())
+	require.ErrorIs(t, ss.Err(), ErrQueryTooLarge)
+}
+
 func TestClosedAndBadPath(t *testing.T) {
 	dir := t.TempDir()
 	opts := DefaultOptions()

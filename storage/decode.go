@@ -1,0 +1,139 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	vmstorage "github.com/VictoriaMetrics/VictoriaMetrics/lib/storage"
+)
+
+// decodeBatchBlocks bounds the compressed blocks held before they are
+// decoded: a block holds up to 8,192 rows, a few KiB compressed, so a
+// batch stays within a few MiB whatever the query.
+const decodeBatchBlocks = 512
+
+var blockPool = sync.Pool{New: func() any { return new(vmstorage.Block) }}
+
+func getBlock() *vmstorage.Block { return blockPool.Get().(*vmstorage.Block) }
+
+func putBlock(b *vmstorage.Block) {
+	b.Reset()
+	blockPool.Put(b)
+}
+
+// decodeBatch holds read, not yet decoded blocks, grouped by series in
+// the order they were read.
+type decodeBatch struct {
+	series []*series
+	blocks int
+}
+
+func (d *decodeBatch) add(s *series, b *vmstorage.Block) {
+	if len(s.blocks) == 0 {
+		d.series = append(d.series, s)
+	}
+	s.blocks = append(s.blocks, b)
+	d.blocks++
+}
+
+// decode appends the batch's rows in tr to their series, in parallel one
+// series per task, adds the count to samples, and empties the batch.
+func (d *decodeBatch) decode(ctx context.Context, tr vmstorage.TimeRange, samples *atomic.Int64) error {
+	defer d.release()
+	return parallel(ctx, len(d.series), func(i int) error {
+		n, err := d.series[i].decodeBlocks(tr)
+		samples.Add(int64(n))
+		return err
+	})
+}
+
+// release returns blocks not decoded (on an early return) to the pool.
+func (d *decodeBatch) release() {
+	for _, s := range d.series {
+		for _, b := range s.blocks {
+			putBlock(b)
+		}
+		s.blocks = s.blocks[:0]
+	}
+	d.series, d.blocks = d.series[:0], 0
+}
+
+// decodeBlocks appends the rows in tr of the series' pending blocks and
+// returns how many it added. A panic in VictoriaMetrics' decoder (a
+// corrupt block) is returned as an error.
+func (s *series) decodeBlocks(tr vmstorage.TimeRange) (added int, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("corrupt block: %v", r)
+		}
+	}()
+	// Rows go to a pooled scratch first and then to the series in one
+	// exact-size copy: appending block by block straight into the series
+	// reallocated it several times (half the bytes of a large read).
+	sc := scratchPool.Get().(*scratch)
+	defer scratchPool.Put(sc)
+	sc.ts, sc.vs = sc.ts[:0], sc.vs[:0]
+	defer func() {
+		s.ts = append(s.ts, sc.ts...)
+		s.vs = append(s.vs, sc.vs...)
+		added = len(sc.ts)
+	}()
+	for _, b := range s.blocks {
+		if err := b.UnmarshalData(); err != nil {
+			return 0, errors.Join(errors.New("corrupt block"), err)
+		}
+		sc.ts, sc.vs = b.AppendRowsWithTimeRangeFilter(sc.ts, sc.vs, tr)
+	}
+	return 0, nil
+}
+
+// scratch is a decode buffer reused across series.
+type scratch struct {
+	ts []int64
+	vs []float64
+}
+
+var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
+
+// parallel runs f(0..n-1) on up to GOMAXPROCS goroutines that it owns and
+// waits for, and returns the first error. It stops early when ctx ends.
+func parallel(ctx context.Context, n int, f func(i int) error) error {
+	workers := min(runtime.GOMAXPROCS(0), n)
+	if workers <= 1 {
+		for i := range n {
+			if err := f(i); err != nil {
+				return err
+			}
+		}
+		return ctx.Err()
+	}
+	var (
+		next     atomic.Int64
+		wg       sync.WaitGroup
+		errOnce  sync.Once
+		firstErr error
+	)
+	for range workers {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				if err := f(i); err != nil {
+					errOnce.Do(func() { firstErr = err })
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return firstErr
+	}
+	return ctx.Err()
+}
