@@ -33,6 +33,9 @@ type Store interface {
 	State() *bbolt.DB
 	// Flush makes everything written so far searchable.
 	Flush()
+	// SetLateHorizon announces that raw data up to t is about to be read,
+	// so that commits below it from then on are reported as late.
+	SetLateHorizon(t time.Time)
 }
 
 // Options configure a Downsampler. Zero fields take the defaults.
@@ -299,6 +302,13 @@ func (d *Downsampler) advance(ctx context.Context, t storage.Tier) error {
 			return err
 		}
 		end := min(d.wm[t]+spanMs, target)
+		if t == storage.Tier1m {
+			// Announce the read before making raw searchable, so a
+			// commit into this span either is seen by the read or is
+			// reported late (see storage.DB.SetLateHorizon).
+			d.store.SetLateHorizon(time.UnixMilli(end))
+			d.store.Flush()
+		}
 		if err := d.rollup(ctx, t, d.wm[t], end); err != nil {
 			// Too many samples for one call (storage's
 			// MaxSamplesPerQuery): halve the span down to one window.

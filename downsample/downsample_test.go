@@ -416,3 +416,58 @@ func TestRunStopsWithItsContext(t *testing.T) {
 	cancel()
 	require.NoError(t, <-done)
 }
+
+// commitDuringRead is a Store that, right after the first 1m rollup read
+// of a pass, commits a sample into the span that was just read: a
+// backfill landing while the downsampler catches up.
+type commitDuringRead struct {
+	*storage.DB
+	t    *testing.T
+	at   time.Time
+	done bool
+}
+
+func (c *commitDuringRead) Rollup(ctx context.Context, tier storage.Tier, start, end time.Time) (storage.RollupStats, error) {
+	st, err := c.DB.Rollup(ctx, tier, start, end)
+	if tier == storage.Tier1m && !c.done && !c.at.Before(start) && c.at.Before(end) {
+		c.done = true
+		app := c.DB.AppenderV2(ctx)
+		_, aerr := app.Append(0, labels.FromStrings("__name__", "queue_depth", "job", "vllm"), 0, c.at.UnixMilli(), 5000, nil, nil, promstorage.AOptions{})
+		require.NoError(c.t, aerr)
+		require.NoError(c.t, app.Commit())
+	}
+	return st, err
+}
+
+// TestCommitDuringCatchUpIsRolledUp: a sample committed into a span the
+// downsampler has just read, in a pass that has not yet published its
+// watermark, is reported late and rolled up by the next pass.
+func TestCommitDuringCatchUpIsRolledUp(t *testing.T) {
+	db := openDB(t, t.TempDir())
+	defer db.Close()
+	end := time.Now().Add(-time.Hour).Truncate(time.Hour)
+	start := loadTestData(t, db, end)
+	at := start.Add(30*time.Minute + 7*time.Second)
+	store := &commitDuringRead{DB: db, t: t, at: at}
+	now := &clock{t: end.Add(2 * time.Minute)}
+	ds, err := New(store, Options{Now: now.Now, Span1m: 10 * time.Minute})
+	require.NoError(t, err)
+	defer ds.Close()
+	require.NoError(t, ds.Step(context.Background()))
+	require.True(t, store.done, "the commit happened during the pass")
+	require.NoError(t, ds.Step(context.Background()))
+
+	ctx := storage.WithMaxSourceResolution(context.Background(), storage.Tier1m)
+	q, err := db.Querier(start.UnixMilli(), end.UnixMilli())
+	require.NoError(t, err)
+	ss := q.Select(ctx, true, &promstorage.SelectHints{Start: at.Add(-5 * time.Minute).UnixMilli(), End: at.Add(5 * time.Minute).UnixMilli(), Step: time.Hour.Milliseconds(), Func: "max_over_time"},
+		labels.MustNewMatcher(labels.MatchEqual, labels.MetricName, "queue_depth"))
+	require.True(t, ss.Next(), "%v", ss.Err())
+	top := math.Inf(-1)
+	it := ss.At().Iterator(nil)
+	for it.Next() == chunkenc.ValFloat {
+		_, v := it.At()
+		top = max(top, v)
+	}
+	require.Equal(t, 5000.0, top, "the sample committed during the pass reached the 1m tier")
+}

@@ -110,6 +110,9 @@ type DB struct {
 	tiers [NumTiers]*tierStore
 	state *bbolt.DB
 	late  lateHooks
+	// lateHorizon is the newest raw time the downsampler has started to
+	// read (ms); see SetLateHorizon.
+	lateHorizon atomic.Int64
 
 	names *seriesCache
 	meta  *metadataStore

@@ -202,8 +202,28 @@ func (db *DB) OnLateCommit(fn func(minT, maxT int64)) {
 	db.late.hooks = append(db.late.hooks, fn)
 }
 
+// SetLateHorizon tells Commit that the downsampler is about to read raw
+// data up to t for the 1m tier. A Commit that writes samples at or before
+// the horizon after the downsampler's read may have missed them reports
+// them as late, so they are rolled up again. The downsampler sets it
+// before it flushes and reads each span: a commit whose rows were written
+// before that flush is seen by the read, and one whose rows land after it
+// sees the horizon (Commit checks after writing). Without it, backfill
+// arriving while the downsampler catches up (its published watermark moves
+// only at the end of a pass) left hours of windows without rollups.
+func (db *DB) SetLateHorizon(t time.Time) {
+	ms := t.UnixMilli()
+	for {
+		old := db.lateHorizon.Load()
+		if ms <= old || db.lateHorizon.CompareAndSwap(old, ms) {
+			return
+		}
+	}
+}
+
 func (db *DB) noteCommitted(minT, maxT int64) {
-	if wm := db.tiers[Tier1m].rolledUpTo.Load(); wm == 0 || minT > wm {
+	wm := max(db.tiers[Tier1m].rolledUpTo.Load(), db.lateHorizon.Load())
+	if wm == 0 || minT > wm {
 		return
 	}
 	db.late.mu.RLock()
