@@ -14,17 +14,13 @@ import (
 	dto "github.com/prometheus/client_model/go"
 )
 
-const fixture = "../../shared/fixtures/vllm.prom"
+const fixture = "../testdata/vllm.prom"
 
 func readFixture(t *testing.T) string {
 	t.Helper()
-	for _, p := range []string{fixture, "/work/shared/fixtures/vllm.prom"} {
-		if b, err := os.ReadFile(p); err == nil {
-			return string(b)
-		}
-	}
-	t.Skip("fixture vllm.prom not found")
-	return ""
+	b, err := os.ReadFile(fixture)
+	require.NoError(t, err, "the vLLM fixture is part of the repository")
+	return string(b)
 }
 
 func TestAppendPyFloat(t *testing.T) {
