@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/aiserve/appliance/demo"
 )
 
 // binary is the appliance built once for all tests.
@@ -270,4 +272,24 @@ func (p *proc) post(path, contentType string, body []byte, hdr map[string]string
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b)
+}
+
+// runFleet runs a demo vLLM fleet of n instances on free ports, at five
+// requests per second per model, until the test ends.
+func runFleet(t *testing.T, n int) *demo.Fleet {
+	t.Helper()
+	fo := demo.DefaultFleetOptions()
+	fo.BasePort = 0
+	fo.Instances = n
+	fo.RequestRate = 5
+	fleet, err := demo.NewFleet(fo)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- fleet.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	return fleet
 }

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -14,8 +13,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/aiserve/appliance/demo"
 )
 
 // apiAlert is one element of /api/v1/alerts.
@@ -62,19 +59,7 @@ func firingSeverities(as []apiAlert) []string {
 // slow raise the P0 once its `for` has passed, and from the first P1 on
 // there is never a moment without a firing alert.
 func TestRulesAlertsFromDemoFleet(t *testing.T) {
-	fo := demo.DefaultFleetOptions()
-	fo.BasePort = 0
-	fo.Instances = 3
-	fo.RequestRate = 5
-	fleet, err := demo.NewFleet(fo)
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	fleetDone := make(chan error, 1)
-	go func() { fleetDone <- fleet.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		<-fleetDone
-	})
+	fleet := runFleet(t, 3)
 
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "fleet.rules.yml"), []byte(`groups:
