@@ -6,7 +6,6 @@ package alertmanager
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"strings"
 	"time"
@@ -48,11 +47,7 @@ func (n *Notifier) Notify(ctx context.Context, m *message.Message) error {
 	for _, a := range m.Alerts {
 		as = append(as, PostableAlert{Labels: a.Labels, Annotations: a.Annotations, StartsAt: a.StartsAt, EndsAt: a.EndsAt, GeneratorURL: a.GeneratorURL})
 	}
-	body, err := json.Marshal(as)
-	if err != nil {
-		return deliver.Permanent(err)
-	}
 	u := strings.TrimSuffix(string(n.conf.URL), "/") + "/api/v2/alerts"
-	_, err = deliver.Do(ctx, n.client, http.MethodPost, u, deliver.JSON(), body)
+	_, err := deliver.PostJSON(ctx, n.client, u, as)
 	return err
 }

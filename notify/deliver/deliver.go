@@ -6,6 +6,7 @@ package deliver
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -93,3 +94,13 @@ func Do(ctx context.Context, c *http.Client, method, u string, hdr http.Header, 
 
 // JSON is the header of a JSON body.
 func JSON() http.Header { return http.Header{"Content-Type": {"application/json"}} }
+
+// PostJSON posts v as JSON to u with Do. A v that does not marshal is a
+// permanent failure: sending it again cannot help.
+func PostJSON(ctx context.Context, c *http.Client, u string, v any) ([]byte, error) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		return nil, Permanent(err)
+	}
+	return Do(ctx, c, http.MethodPost, u, JSON(), body)
+}

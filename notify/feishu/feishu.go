@@ -70,11 +70,7 @@ func (n *Notifier) Notify(ctx context.Context, m *message.Message) error {
 		req.Timestamp = strconv.FormatInt(ts, 10)
 		req.Sign = Sign(ts, string(n.conf.Secret))
 	}
-	body, err := json.Marshal(req)
-	if err != nil {
-		return deliver.Permanent(err)
-	}
-	b, err := deliver.Do(ctx, n.client, http.MethodPost, string(n.conf.WebhookURL), deliver.JSON(), body)
+	b, err := deliver.PostJSON(ctx, n.client, string(n.conf.WebhookURL), req)
 	if err != nil {
 		return err
 	}

@@ -5,7 +5,6 @@ package slack
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 
 	"github.com/aiserve/appliance/config"
@@ -59,10 +58,6 @@ func (n *Notifier) Notify(ctx context.Context, m *message.Message) error {
 		Channel: n.conf.Channel, Username: n.conf.Username, Text: m.Title,
 		Attachments: []Attachment{{Title: m.Title, Text: m.Text, Color: Color(m), Fallback: m.Title, MrkdwnIn: []string{"text"}}},
 	}
-	body, err := json.Marshal(req)
-	if err != nil {
-		return deliver.Permanent(err)
-	}
-	_, err = deliver.Do(ctx, n.client, http.MethodPost, string(n.conf.APIURL), deliver.JSON(), body)
+	_, err := deliver.PostJSON(ctx, n.client, string(n.conf.APIURL), req)
 	return err
 }

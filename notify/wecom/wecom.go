@@ -54,11 +54,7 @@ func (n *Notifier) Notify(ctx context.Context, m *message.Message) error {
 		content = content[:cut] + "\n…"
 	}
 	req.Markdown.Content = content
-	body, err := json.Marshal(req)
-	if err != nil {
-		return deliver.Permanent(err)
-	}
-	b, err := deliver.Do(ctx, n.client, http.MethodPost, string(n.conf.WebhookURL), deliver.JSON(), body)
+	b, err := deliver.PostJSON(ctx, n.client, string(n.conf.WebhookURL), req)
 	if err != nil {
 		return err
 	}
