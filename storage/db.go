@@ -205,7 +205,7 @@ func Open(opts Options) (db *DB, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("open storage: %w", err)
 	}
-	vm, err := openVM(rawPath, opts.RetentionRaw)
+	vm, err := openVM(rawPath, opts.RetentionRaw, false)
 	if err != nil {
 		for _, ts := range tiers[TierRaw+1:] {
 			_ = closeVM(ts.vm)
@@ -237,7 +237,13 @@ func Open(opts Options) (db *DB, err error) {
 
 // openVM opens VictoriaMetrics storage and turns its panics (a corrupt
 // part, a lock held by another process, a disk error) into an error.
-func openVM(path string, retention time.Duration) (vm *vmstorage.Storage, err error) {
+//
+// globalIndexOnly turns VictoriaMetrics' per-day index off: the rollup
+// tiers hold the same long-lived series over months, where a per-day
+// index costs disk for every series on every day and turns a 90-day
+// search into 90 searches, and buys nothing (it pays off only when series
+// come and go; VictoriaMetrics' -disablePerDayIndex).
+func openVM(path string, retention time.Duration, globalIndexOnly bool) (vm *vmstorage.Storage, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			vm = nil
@@ -245,8 +251,9 @@ func openVM(path string, retention time.Duration) (vm *vmstorage.Storage, err er
 		}
 	}()
 	return vmstorage.MustOpenStorage(path, vmstorage.OpenOptions{
-		Retention:       retention,
-		FutureRetention: futureRetention,
+		Retention:          retention,
+		FutureRetention:    futureRetention,
+		DisablePerDayIndex: globalIndexOnly,
 	}), nil
 }
 

@@ -38,12 +38,16 @@
 // label __rollup__ (RollupLabel) naming the aggregate:
 //
 //	counter  counters, and the _bucket/_sum/_count series of histograms and
-//	         summaries: the first and the last sample of each window and
-//	         every sample followed by a reset inside it, each at its own
-//	         timestamp. These are raw samples, so over a range (t-r, t]
-//	         whose ends are window boundaries rate(), increase() and
-//	         resets() see exactly the first and last sample and the resets
-//	         they see on raw data (histogram_quantile over rates too).
+//	         summaries: the last sample of each window and every sample
+//	         followed by a reset inside it, each at its own timestamp.
+//	         Readers repeat each window's last sample 1ms after the
+//	         window's end, where the counter still held that value, so a
+//	         range (t-r, t] that starts on a window boundary finds the
+//	         counter's value at its start; rate(), increase() and resets()
+//	         then see the same resets and the same last value as on raw
+//	         data, and the increase from boundary to boundary instead of
+//	         raw's extrapolation over the first scrape interval (within
+//	         0.4% of raw in downsample's accuracy tests).
 //	max      gauges: the largest sample of the window
 //	negmin   gauges: minus the smallest sample (negated so that the
 //	         "largest wins" duplicate rule keeps the smallest)
@@ -85,9 +89,11 @@
 // LabelValues hide it.
 //
 // What PromQL computes from this is exact over window-aligned ranges for
-// rate, increase, resets, histogram_quantile of rates, max_over_time,
-// min_over_time, sum_over_time and count_over_time, and for avg_over_time
-// when the windows have equal sample counts (a regular scrape). A range
+// resets, max_over_time, min_over_time, sum_over_time and count_over_time,
+// and for avg_over_time when the windows have equal sample counts (a
+// regular scrape); rate, increase and histogram_quantile of rates measure
+// the increase between window boundaries where raw extrapolates over its
+// first scrape interval, and agree with raw to a fraction of a percent. A range
 // that starts inside a window reads that window whole or not at all. irate
 // and idelta look at the last two raw samples and cannot be answered from
 // rollups: on a rollup tier they see two rollup points. quantile_over_time,

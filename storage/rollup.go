@@ -105,25 +105,57 @@ func window(t, res int64) int64 {
 	return w
 }
 
-// rollupCounter emits, per window, the first and the last sample and every
-// sample that is followed by a reset inside the window. A reset between
-// windows needs nothing more: the sample before it is the previous
-// window's last. Every point is a raw sample at its own timestamp, so over
-// a range (t-r, t] whose ends are window boundaries, rate() and increase()
-// see the same first and last sample and the same resets as on raw data;
-// only the sample count differs, which moves Prometheus' extrapolation
-// only when the first sample lies more than 1.1 raw intervals after the
-// range start. Keeping the last sample alone would lose up to one window
-// of increase at the start of every range (1.9% on a 1h rate of a 5m
-// tier in TestAccuracy).
+// rollupCounter emits, per window, the last sample and every sample that
+// is followed by a reset inside the window. A reset between windows needs
+// nothing more: the sample before it is the previous window's last. Every
+// point is a raw sample at its own timestamp, so rate(), increase() and
+// resets() over the tier see the same resets and the same last value as on
+// raw data; the value at the start of a range is the previous window's
+// last sample, which the reader repeats just after the window's end
+// (withBoundaryPoints) so a range that starts on a window boundary finds
+// it inside the range.
 func rollupCounter(ts []int64, vs []float64, res int64, emit func(t int64, v float64)) {
 	for i := range ts {
-		first := i == 0 || window(ts[i-1], res) != window(ts[i], res)
-		if first || i == len(ts)-1 || window(ts[i+1], res) != window(ts[i], res) || vs[i+1] < vs[i] {
+		if i == len(ts)-1 || window(ts[i+1], res) != window(ts[i], res) || vs[i+1] < vs[i] {
 			emit(ts[i], vs[i])
 		}
 	}
 }
+
+// withBoundaryPoints returns a counter read from a rollup tier with each
+// window's last point repeated 1ms after the end of its window, where a
+// later window follows. The counter held that value from its last sample
+// until the next one, so the repeated point is a true observation; it
+// puts the value at a window boundary inside a range (t-r, t] that starts
+// there, and rate() over window-aligned ranges measures the increase
+// from boundary to boundary instead of extrapolating a window's worth of
+// it.
+func withBoundaryPoints(s *series, res int64) *series {
+	if len(s.ts) < 2 {
+		return s
+	}
+	ts := make([]int64, 0, 2*len(s.ts))
+	vs := make([]float64, 0, 2*len(s.vs))
+	// end is the end of the current point's window, kept up to date
+	// without a division per point: rollup points are one window apart.
+	end := windowEnd(s.ts[0], res)
+	for i, t := range s.ts {
+		if t > end {
+			if end += res; t > end {
+				end = windowEnd(t, res)
+			}
+		}
+		ts, vs = append(ts, t), append(vs, s.vs[i])
+		if i+1 < len(s.ts) && s.ts[i+1] > end+1 {
+			ts, vs = append(ts, end+1), append(vs, s.vs[i])
+		}
+	}
+	s.ts, s.vs = ts, vs
+	return s
+}
+
+// windowEnd is the inclusive end of t's window: (w*res, (w+1)*res].
+func windowEnd(t, res int64) int64 { return (window(t, res) + 1) * res }
 
 // gaugeWindow is a gauge's aggregate over one window.
 type gaugeWindow struct {

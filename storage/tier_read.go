@@ -105,7 +105,10 @@ func (db *DB) readRollup(ctx context.Context, tier Tier, a readAgg, ms []*labels
 	if err != nil {
 		return nil, err
 	}
-	set, err := db.readSeries(ctx, tier, tfs, mint, maxt)
+	// One window more at the start: a counter's first point in range is
+	// the boundary point repeated from the window before it.
+	res := tier.Resolution().Milliseconds()
+	set, err := db.readSeries(ctx, tier, tfs, mint-res, maxt)
 	if err != nil {
 		return nil, err
 	}
@@ -131,13 +134,12 @@ func (db *DB) readRollup(ctx context.Context, tier Tier, a readAgg, ms []*labels
 		}
 		gr.by[g] = s
 	}
-	res := tier.Resolution().Milliseconds()
 	out := make([]*series, 0, len(order))
 	for _, gr := range order {
 		var s *series
 		switch c := gr.by[aggCounter]; {
 		case c != nil:
-			s = c
+			s = withBoundaryPoints(c, res)
 		case a == readMax:
 			s = windowed(gr.by[aggMax], res)
 		case a == readMin:
@@ -153,13 +155,22 @@ func (db *DB) readRollup(ctx context.Context, tier Tier, a readAgg, ms []*labels
 		default:
 			s = average(windowed(gr.by[aggSum], res), windowed(gr.by[aggCount], res), res)
 		}
-		if s == nil || len(s.ts) == 0 {
+		if s == nil {
+			continue
+		}
+		if s.trimBefore(mint); len(s.ts) == 0 {
 			continue
 		}
 		s.lset = gr.base
 		out = append(out, s)
 	}
 	return out, nil
+}
+
+// trimBefore drops the points before mint.
+func (s *series) trimBefore(mint int64) {
+	i, _ := slices.BinarySearch(s.ts, mint)
+	s.ts, s.vs = s.ts[i:], s.vs[i:]
 }
 
 // windowed keeps the newest version of each window (dedupWindows).

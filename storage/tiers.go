@@ -121,7 +121,7 @@ func openTiers(root string, opts Options) (_ [NumTiers]*tierStore, err error) {
 		if err := checkWritableDir(ts.path); err != nil {
 			return out, fmt.Errorf("open tier %s: %w", t, err)
 		}
-		vm, err := openVM(ts.path, ts.retention)
+		vm, err := openVM(ts.path, ts.retention, true)
 		if err != nil {
 			return out, fmt.Errorf("open tier %s %s: %w", t, ts.path, err)
 		}

@@ -119,13 +119,13 @@ func TestTieredSelect(t *testing.T) {
 	require.Equal(t, wm.UnixMilli()+15000, s[120].t)
 	require.Equal(t, []Tier{TierRaw, Tier1m}, rec.Used())
 
-	// max_over_time reads the max; a counter reads the counter (first and
-	// last sample per window).
+	// max_over_time reads the max; a counter reads the counter (the last
+	// sample per window, repeated 1ms after the window's end).
 	hints.Func = "max_over_time"
 	s = selectCtx(t, ctx, db, hints, name("queue"))[`{__name__="queue", job="a"}`]
 	require.Equal(t, 3.0, s[0].v)
 	s = selectCtx(t, ctx, db, hints, name("reqs_total"))[`{__name__="reqs_total", job="a"}`]
-	require.Equal(t, []sample{{start.UnixMilli() + 15000, 0}, {start.UnixMilli() + 60000, 3}}, s[:2])
+	require.Equal(t, []sample{{start.UnixMilli() + 60000, 3}, {start.UnixMilli() + 60001, 3}, {start.UnixMilli() + 120000, 7}}, s[:3])
 
 	// An explicit aggregate, and matchers on the reserved label.
 	s = selectCtx(t, ctx, db, hints, name("queue"), labels.MustNewMatcher(labels.MatchEqual, RollupLabel, "count"))[`{__name__="queue", job="a"}`]
@@ -254,8 +254,16 @@ func TestRollupFunctions(t *testing.T) {
 	var got []sample
 	emit := func(ts int64, v float64) { got = append(got, sample{ts, v}) }
 	// Windows of 10: (0,10], (10,20], (20,30].
+	// The last sample per window, and 5 and 6, each followed by a reset in
+	// their window; the drop from 6 to 1 at 19 needs nothing more.
 	rollupCounter([]int64{1, 4, 7, 10, 13, 16, 19, 22}, []float64{1, 5, 2, 3, 4, 6, 1, 2}, 10, emit)
-	require.Equal(t, []sample{{1, 1}, {4, 5}, {10, 3}, {13, 4}, {16, 6}, {19, 1}, {22, 2}}, got)
+	require.Equal(t, []sample{{4, 5}, {10, 3}, {16, 6}, {19, 1}, {22, 2}}, got)
+
+	// Read back, each window's last value is repeated just after its
+	// window's end, unless the next point is already there.
+	s := withBoundaryPoints(&series{ts: []int64{4, 10, 16, 19, 22, 41}, vs: []float64{5, 3, 6, 1, 2, 7}}, 10)
+	require.Equal(t, []int64{4, 10, 11, 16, 19, 21, 22, 31, 41}, s.ts)
+	require.Equal(t, []float64{5, 3, 3, 6, 1, 1, 2, 2, 7}, s.vs)
 
 	var ws []gaugeWindow
 	rollupGauge([]int64{1, 4, 10, 13, 20, 21}, []float64{3, -1, 7, 2, 2, 9}, 10, func(w gaugeWindow) { ws = append(ws, w) })
