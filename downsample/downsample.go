@@ -36,6 +36,10 @@ type Store interface {
 	// SetLateHorizon announces that raw data up to t is about to be read,
 	// so that commits below it from then on are reported as late.
 	SetLateHorizon(t time.Time)
+	// CompactQuietMonths merges the parts of each finished month (ending
+	// at or before `before`) that got rollup rows but none in the last
+	// `quiet`, and returns the months merged.
+	CompactQuietMonths(tier storage.Tier, before time.Time, quiet time.Duration) ([]time.Time, error)
 }
 
 // Options configure a Downsampler. Zero fields take the defaults.
@@ -60,6 +64,10 @@ type Options struct {
 	// of that span in memory, e.g. 100k series at 15s for 10m is 4M
 	// samples, about 100 MB.
 	Span1m, Span5m time.Duration
+	// CompactAfter is how long a finished month of a rollup tier must
+	// have gone without new rows before its parts are merged into one
+	// (default 1m; see storage.DB.CompactQuietMonths).
+	CompactAfter time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 	// Logger receives progress and errors; nil discards them.
@@ -84,6 +92,7 @@ func DefaultOptions() Options {
 		DurableAfter: 30 * time.Second,
 		Span1m:       10 * time.Minute,
 		Span5m:       time.Hour,
+		CompactAfter: time.Minute,
 		Now:          time.Now,
 	}
 }
@@ -104,6 +113,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Span5m <= 0 {
 		o.Span5m = d.Span5m
+	}
+	if o.CompactAfter <= 0 {
+		o.CompactAfter = d.CompactAfter
 	}
 	if o.Now == nil {
 		o.Now = d.Now
@@ -250,11 +262,26 @@ func (d *Downsampler) Step(ctx context.Context) error {
 		// The next tier reads what this one wrote.
 		d.store.Flush()
 		d.store.SetRolledUpTo(t, time.UnixMilli(d.wm[t]))
+		d.compactMonths(t)
 	}
 	if err := d.save(); err != nil {
 		errs = errors.Join(errs, err)
 	}
 	return errs
+}
+
+// compactMonths merges the finished months of tier that rollups stopped
+// writing to (storage.DB.CompactQuietMonths). A failure costs only disk
+// space and read speed, so it is logged, not returned.
+func (d *Downsampler) compactMonths(t storage.Tier) {
+	start := d.opts.wall()
+	months, err := d.store.CompactQuietMonths(t, time.UnixMilli(d.wm[t]), d.opts.CompactAfter)
+	for _, m := range months {
+		d.log.Info("compacted a finished month of a rollup tier", "tier", t, "month", m.Format("2006-01"), "took", d.opts.wall().Sub(start))
+	}
+	if err != nil {
+		d.log.Warn("compacting a finished month of a rollup tier failed; its data stays as it is", "tier", t, "err", err)
+	}
 }
 
 func floor(t, res int64) int64 {

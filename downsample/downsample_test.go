@@ -1,9 +1,11 @@
 package downsample
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"os"
 	"os/exec"
@@ -470,4 +472,36 @@ func TestCommitDuringCatchUpIsRolledUp(t *testing.T) {
 		top = max(top, v)
 	}
 	require.Equal(t, 5000.0, top, "the sample committed during the pass reached the 1m tier")
+}
+
+// A month of a rollup tier that the watermark has left, and that no
+// rollup has written to for CompactAfter, is merged into one part.
+func TestFinishedMonthsAreCompacted(t *testing.T) {
+	opts := storage.DefaultOptions()
+	opts.Path = t.TempDir()
+	opts.MemoryBudget = 256 << 20
+	opts.RetentionRaw = 35 * 24 * time.Hour // reaches back past the month's start
+	opts.Retention1m = 60 * 24 * time.Hour
+	db, err := storage.Open(opts)
+	require.NoError(t, err)
+	defer db.Close()
+	now := time.Now().UTC()
+	month := time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC)
+	// Four hours before the month's start, two after.
+	loadTestData(t, db, month.Add(2*time.Hour))
+
+	var logs bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	clk := &clock{t: month.Add(3 * time.Hour)}
+	ds, err := New(db, Options{Now: clk.Now, Span1m: 24 * time.Hour, Span5m: 24 * time.Hour, CompactAfter: time.Nanosecond, Logger: log})
+	require.NoError(t, err)
+	defer ds.Close()
+	require.NoError(t, ds.Step(context.Background()))
+	prev := month.AddDate(0, -1, 0).Format("2006-01")
+	for _, tier := range []string{"1m", "5m"} {
+		require.Contains(t, logs.String(), fmt.Sprintf("msg=\"compacted a finished month of a rollup tier\" tier=%s month=%s", tier, prev))
+	}
+	require.NotContains(t, logs.String(), "month="+month.Format("2006-01"), "the month being written is left alone")
+	require.NotContains(t, logs.String(), "failed")
+	requireEveryWindowOnce(t, db, month.Add(-2*time.Hour), month.Add(2*time.Hour))
 }

@@ -351,6 +351,7 @@ func (b *rollupBatch) write() error {
 		return err
 	}
 	ts.noteTimeRange(b.minT, b.maxT)
+	ts.touchMonths(b.minT, b.maxT)
 	return nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -80,6 +81,11 @@ type tierStore struct {
 	rolledUpTo atomic.Int64
 	// minT and maxT are the oldest and newest timestamps written since Open.
 	minT, maxT atomic.Int64
+
+	// touched maps the months (UTC) of a rollup tier that got rows since
+	// Open and have not been compacted since to when they last got rows.
+	monthsMu sync.Mutex
+	touched  map[time.Time]time.Time
 }
 
 func (ts *tierStore) noteTimeRange(minT, maxT int64) {
@@ -161,6 +167,97 @@ func (db *DB) RolledUpTo(tier Tier) time.Time {
 		return time.Time{}
 	}
 	return time.UnixMilli(ms)
+}
+
+// CompactQuietMonths merges, for each calendar month (UTC) of a rollup
+// tier that ended at or before `before` and got rows since Open but none
+// in the last `quiet` (wall clock), the month's parts into one, as
+// VictoriaMetrics' force merge does, and returns the months it merged.
+//
+// Rollups arrive as many small writes (a window at a time, or the spans
+// of a backfill); a month that is then only read is smaller and faster to
+// read as one part, with fewer and longer blocks per series. The
+// downsampler calls it with the tier's watermark, so the month being
+// written is never merged; late data that reaches a merged month makes it
+// a candidate again.
+func (db *DB) CompactQuietMonths(tier Tier, before time.Time, quiet time.Duration) (merged []time.Time, err error) {
+	if tier <= TierRaw || tier >= NumTiers {
+		return nil, fmt.Errorf("compact tier %s: %w", tier, ErrUnknownTier)
+	}
+	ts := db.tiers[tier]
+	due := ts.quietMonths(before, time.Now().Add(-quiet))
+	if len(due) == 0 {
+		return nil, nil
+	}
+	if err := db.readLock(); err != nil {
+		return nil, err
+	}
+	defer db.readUnlock()
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("compact tier %s: %v", tier, r)
+		}
+	}()
+	for _, m := range due {
+		// VictoriaMetrics names monthly partitions YYYY_MM.
+		name := m.month.Format("2006_01")
+		if err := ts.vm.ForceMergePartitions(name); err != nil {
+			return merged, fmt.Errorf("compact tier %s month %s: %w", tier, name, err)
+		}
+		ts.mergedMonth(m)
+		merged = append(merged, m.month)
+	}
+	return merged, nil
+}
+
+// monthTouch is the last time (wall clock) rows went into a month.
+type monthTouch struct {
+	month time.Time
+	at    time.Time
+}
+
+// touchMonths records that rows in [minT, maxT] (ms) were just written.
+func (ts *tierStore) touchMonths(minT, maxT int64) {
+	now := time.Now()
+	ts.monthsMu.Lock()
+	defer ts.monthsMu.Unlock()
+	if ts.touched == nil {
+		ts.touched = make(map[time.Time]time.Time)
+	}
+	last := monthOf(time.UnixMilli(maxT))
+	for m := monthOf(time.UnixMilli(minT)); !m.After(last); m = m.AddDate(0, 1, 0) {
+		ts.touched[m] = now
+	}
+}
+
+// quietMonths lists the touched months that end at or before `before`
+// and were last touched before quietSince, oldest first.
+func (ts *tierStore) quietMonths(before, quietSince time.Time) []monthTouch {
+	ts.monthsMu.Lock()
+	defer ts.monthsMu.Unlock()
+	var out []monthTouch
+	for m, at := range ts.touched {
+		if !m.AddDate(0, 1, 0).After(before) && at.Before(quietSince) {
+			out = append(out, monthTouch{m, at})
+		}
+	}
+	slices.SortFunc(out, func(a, b monthTouch) int { return a.month.Compare(b.month) })
+	return out
+}
+
+// mergedMonth forgets m unless rows went into it after the merge began.
+func (ts *tierStore) mergedMonth(m monthTouch) {
+	ts.monthsMu.Lock()
+	defer ts.monthsMu.Unlock()
+	if ts.touched[m.month].Equal(m.at) {
+		delete(ts.touched, m.month)
+	}
+}
+
+// monthOf is the first instant of t's calendar month, UTC.
+func monthOf(t time.Time) time.Time {
+	t = t.UTC()
+	return time.Date(t.Year(), t.Month(), 1, 0, 0, 0, 0, time.UTC)
 }
 
 // Retention returns how long tier keeps data.

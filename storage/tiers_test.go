@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	vmstorage "github.com/VictoriaMetrics/VictoriaMetrics/lib/storage"
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/metadata"
@@ -272,4 +273,54 @@ func TestRollupFunctions(t *testing.T) {
 	ts, vs := dedupWindows([]int64{5, 9, 10, 12, 18}, []float64{1, 2, 3, 4, 5}, 10)
 	require.Equal(t, []int64{10, 18}, ts)
 	require.Equal(t, []float64{3, 5}, vs)
+}
+
+func TestCompactQuietMonths(t *testing.T) {
+	db := openTestDB(t, t.TempDir(), nil)
+	now := time.Now().UTC()
+	thisMonth := time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC)
+	lastMonth := thisMonth.AddDate(0, -1, 0)
+	parts := func() uint64 {
+		var m vmstorage.Metrics
+		db.tiers[Tier5m].vm.UpdateMetrics(&m)
+		return m.TableMetrics.InmemoryPartsCount + m.TableMetrics.SmallPartsCount + m.TableMetrics.BigPartsCount
+	}
+	// Three separate writes into last month make three parts.
+	name, err := marshalRawName(nil, labels.FromStrings("__name__", "reqs_total", RollupLabel, "counter"))
+	require.NoError(t, err)
+	for i := range 3 {
+		b := db.newRollupBatch(Tier5m)
+		for j := range 100 {
+			b.add(name, lastMonth.Add(time.Duration(i*100+j+1)*5*time.Minute).UnixMilli(), float64(i*100+j))
+		}
+		require.NoError(t, b.write())
+		db.Flush()
+	}
+	require.EqualValues(t, 3, parts())
+
+	// Not yet: the watermark is still in last month, or it is not quiet.
+	merged, err := db.CompactQuietMonths(Tier5m, thisMonth.Add(-time.Minute), 0)
+	require.NoError(t, err)
+	require.Empty(t, merged)
+	merged, err = db.CompactQuietMonths(Tier5m, thisMonth, time.Hour)
+	require.NoError(t, err)
+	require.Empty(t, merged)
+	require.EqualValues(t, 3, parts())
+
+	merged, err = db.CompactQuietMonths(Tier5m, thisMonth, 0)
+	require.NoError(t, err)
+	require.Equal(t, []time.Time{lastMonth}, merged)
+	require.EqualValues(t, 1, parts())
+	// Every row is still there, and the month is not merged twice.
+	tfs, err := toTagFilters(allSeries)
+	require.NoError(t, err)
+	set, err := db.readSeries(context.Background(), Tier5m, tfs, lastMonth.UnixMilli(), thisMonth.UnixMilli())
+	require.NoError(t, err)
+	require.Len(t, set, 1)
+	require.Len(t, set[0].ts, 300)
+	merged, err = db.CompactQuietMonths(Tier5m, thisMonth, 0)
+	require.NoError(t, err)
+	require.Empty(t, merged)
+	_, err = db.CompactQuietMonths(TierRaw, thisMonth, 0)
+	require.ErrorIs(t, err, ErrUnknownTier)
 }
