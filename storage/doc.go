@@ -59,6 +59,10 @@
 // _total, _bucket, _count or _sum suffix means counter; everything else is
 // a gauge. Staleness markers are not rolled up.
 //
+// The rollup tiers use VictoriaMetrics' global index only (no per-day
+// index: their series are long-lived), and CompactQuietMonths merges a
+// finished month of a rollup tier into one part once nothing writes to it.
+//
 // Rollup rows are a function of the source data of their window, so
 // rolling a window up twice writes identical rows, which the readers'
 // duplicate rule collapses. A window rolled up again after late samples
