@@ -46,6 +46,9 @@ var badFiles = map[string][]string{
 	"memory-budget.bad.yml": {
 		`testdata/memory-budget.bad.yml:2: invalid size "512 megs": unknown unit "megs"; use B, KB, MB, GB, TB, KiB, MiB, GiB or TiB`,
 	},
+	"query-split.bad.yml": {
+		"testdata/query-split.bad.yml:3: query split_parallelism must be 0 (one part per core), 1 (no splitting) or more",
+	},
 	"relabel-regex.bad.yml": {
 		"testdata/relabel-regex.bad.yml:8: error parsing regexp: missing closing ): `^(?s:vllm:(num_requests.*)$`",
 	},

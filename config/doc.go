@@ -19,6 +19,7 @@
 //	  max_samples: 50000000
 //	  max_concurrency: 20
 //	  lookback_delta: 5m
+//	  split_parallelism: 0        # long range queries run as parts on this many cores; 0: all (≤4), 1: off
 //	scrape_configs: [...]         # Prometheus' scrape_configs, unchanged
 //	scrape_config_files: [...]    # globs of files holding more scrape_configs
 //	rule_files: [...]             # globs of Prometheus rule files

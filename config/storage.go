@@ -110,6 +110,10 @@ type QueryConfig struct {
 	MaxSamples     int            `yaml:"max_samples"`
 	MaxConcurrency int            `yaml:"max_concurrency"`
 	LookbackDelta  model.Duration `yaml:"lookback_delta"`
+	// SplitParallelism is how many parts, each on its own core, a long
+	// range query is split into; 0 means one per core (at most 4), 1
+	// turns splitting off.
+	SplitParallelism int `yaml:"split_parallelism"`
 }
 
 // UnmarshalYAML implements yaml.Unmarshaler.
@@ -128,6 +132,8 @@ func (c *QueryConfig) UnmarshalYAML(unmarshal func(any) error) error {
 		return fieldErrorf([]string{"max_concurrency"}, "query max_concurrency must be greater than 0")
 	case c.LookbackDelta <= 0:
 		return fieldErrorf([]string{"lookback_delta"}, "query lookback_delta must be greater than 0")
+	case c.SplitParallelism < 0:
+		return fieldErrorf([]string{"split_parallelism"}, "query split_parallelism must be 0 (one part per core), 1 (no splitting) or more")
 	}
 	return nil
 }

@@ -25,15 +25,21 @@ type Options struct {
 	// LookbackDelta is how far back an instant selector looks for a sample
 	// (Prometheus: 5m).
 	LookbackDelta time.Duration
+	// SplitParallelism is how many parts, each on its own core, a long
+	// range query may be split into at step boundaries (default: one per
+	// core, at most 4; 1 turns splitting off). Each part has the whole
+	// MaxSamples; a split query takes one MaxConcurrent slot.
+	SplitParallelism int
 }
 
 // DefaultOptions returns Prometheus' defaults.
 func DefaultOptions() Options {
 	return Options{
-		Timeout:       2 * time.Minute,
-		MaxSamples:    50_000_000,
-		MaxConcurrent: 20,
-		LookbackDelta: 5 * time.Minute,
+		Timeout:          2 * time.Minute,
+		MaxSamples:       50_000_000,
+		MaxConcurrent:    20,
+		LookbackDelta:    5 * time.Minute,
+		SplitParallelism: defaultSplitParallelism(),
 	}
 }
 
@@ -51,6 +57,9 @@ func (o Options) withDefaults() Options {
 	if o.LookbackDelta <= 0 {
 		o.LookbackDelta = d.LookbackDelta
 	}
+	if o.SplitParallelism <= 0 {
+		o.SplitParallelism = defaultSplitParallelism()
+	}
 	return o
 }
 
@@ -60,6 +69,11 @@ type Engine struct {
 	*promql.Engine
 	opts   Options
 	parser parser.Parser
+	// slots bounds the queries evaluated at once; parts is the engine
+	// the parts of a split range query run on (the split query holds
+	// one slot for all of them, so parts take none).
+	slots *slots
+	parts *promql.Engine
 	// subqueryStepMs is the step of subqueries written without one.
 	subqueryStepMs atomic.Int64
 }
@@ -74,12 +88,13 @@ func New(opts Options, logger *slog.Logger, reg prometheus.Registerer) *Engine {
 	e := &Engine{opts: opts, parser: p}
 	// Prometheus ties this to the global evaluation_interval (default 1m).
 	e.subqueryStepMs.Store(time.Minute.Milliseconds())
-	e.Engine = promql.NewEngine(promql.EngineOpts{
+	e.slots = newSlots(opts.MaxConcurrent)
+	engineOpts := promql.EngineOpts{
 		Logger:                   logger,
 		Reg:                      reg,
 		MaxSamples:               opts.MaxSamples,
 		Timeout:                  opts.Timeout,
-		ActiveQueryTracker:       newSlots(opts.MaxConcurrent),
+		ActiveQueryTracker:       e.slots,
 		LookbackDelta:            opts.LookbackDelta,
 		EnableAtModifier:         true,
 		EnableNegativeOffset:     true,
@@ -87,7 +102,10 @@ func New(opts Options, logger *slog.Logger, reg prometheus.Registerer) *Engine {
 		EnableDelayedNameRemoval: false,
 		Parser:                   p,
 		NoStepSubqueryIntervalFn: func(int64) int64 { return e.subqueryStepMs.Load() },
-	})
+	}
+	e.Engine = promql.NewEngine(engineOpts)
+	engineOpts.Reg, engineOpts.ActiveQueryTracker = nil, nil
+	e.parts = promql.NewEngine(engineOpts)
 	return e
 }
 

@@ -30,9 +30,15 @@ func (e *Engine) NewInstantQuery(ctx context.Context, q storage.Queryable, opts 
 }
 
 // NewRangeQuery adapts the query to the tiers it will read, then hands it
-// to Prometheus' engine.
+// to Prometheus' engine, split into parts that run in parallel when it is
+// long (see splitParts).
 func (e *Engine) NewRangeQuery(ctx context.Context, q storage.Queryable, opts promql.QueryOpts, qs string, start, end time.Time, interval time.Duration) (promql.Query, error) {
 	qs, opts = e.forTiers(ctx, q, opts, qs, start, end, interval)
+	if expr, err := e.parser.ParseExpr(qs); err == nil {
+		if n := e.splitParts(expr, start, end, interval); n > 1 {
+			return e.newSplitQuery(ctx, q, opts, qs, start, end, interval, n)
+		}
+	}
 	return e.Engine.NewRangeQuery(ctx, q, opts, qs, start, end, interval)
 }
 

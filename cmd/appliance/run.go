@@ -238,6 +238,8 @@ func newAppliance(cfg *config.Config, f runFlags, logger *slog.Logger) (_ *appli
 		MaxSamples:    cfg.Query.MaxSamples,
 		MaxConcurrent: cfg.Query.MaxConcurrency,
 		LookbackDelta: time.Duration(cfg.Query.LookbackDelta),
+		// 0 takes the engine's default, one part per core.
+		SplitParallelism: cfg.Query.SplitParallelism,
 	}, logger.With("component", "query"), libReg)
 	a.engine.SetNoStepSubqueryInterval(time.Duration(cfg.Global.EvaluationInterval))
 

@@ -1,0 +1,166 @@
+package query
+
+import (
+	"context"
+	"runtime"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/prometheus/prometheus/promql"
+	"github.com/prometheus/prometheus/promql/parser"
+	"github.com/prometheus/prometheus/storage"
+	"github.com/prometheus/prometheus/util/annotations"
+	"github.com/prometheus/prometheus/util/stats"
+)
+
+// minStepsPerPart is the fewest steps a part of a split range query gets:
+// each part searches the index and decodes the blocks around its own
+// range, which is only worth it when the part has enough steps to
+// evaluate.
+const minStepsPerPart = 100
+
+// splitParts returns how many parts a range query over [start, end] at
+// step should run as: Prometheus' engine evaluates a query on one core,
+// and the steps of a range query are independent of each other, so a long
+// range query (a 30-day chart) splits at step boundaries into parts that
+// run on their own cores, as query frontends (Thanos, Cortex) split by
+// time. Queries whose value depends on the range itself (`@ start()`,
+// `@ end()`) are not split.
+func (e *Engine) splitParts(expr parser.Expr, start, end time.Time, step time.Duration) int {
+	if step <= 0 || e.opts.SplitParallelism < 2 {
+		return 1
+	}
+	steps := int(end.Sub(start)/step) + 1
+	parts := min(e.opts.SplitParallelism, steps/minStepsPerPart)
+	if parts < 2 {
+		return 1
+	}
+	rangeBound := false
+	parser.Inspect(expr, func(n parser.Node, _ []parser.Node) error {
+		switch n := n.(type) {
+		case *parser.VectorSelector:
+			rangeBound = rangeBound || n.StartOrEnd != 0
+		case *parser.SubqueryExpr:
+			rangeBound = rangeBound || n.StartOrEnd != 0
+		}
+		return nil
+	})
+	if rangeBound {
+		return 1
+	}
+	return parts
+}
+
+// splitQuery is a range query run as consecutive parts on the part
+// engine, whose matrices are joined per series. It takes one of the
+// engine's concurrency slots for the whole query.
+type splitQuery struct {
+	e     *Engine
+	qs    string
+	stmt  *parser.EvalStmt
+	parts []promql.Query
+}
+
+// newSplitQuery prepares the parts of a range query; see splitParts.
+func (e *Engine) newSplitQuery(ctx context.Context, q storage.Queryable, opts promql.QueryOpts, qs string, start, end time.Time, step time.Duration, n int) (promql.Query, error) {
+	steps := int(end.Sub(start)/step) + 1
+	sq := &splitQuery{e: e, qs: qs}
+	for k := range n {
+		first, next := k*steps/n, (k+1)*steps/n
+		p, err := e.parts.NewRangeQuery(ctx, q, opts, qs, start.Add(time.Duration(first)*step), start.Add(time.Duration(next-1)*step), step)
+		if err != nil {
+			sq.Close()
+			return nil, err
+		}
+		sq.parts = append(sq.parts, p)
+	}
+	if st, ok := sq.parts[0].Statement().(*parser.EvalStmt); ok {
+		whole := *st
+		whole.Start, whole.End = start, end
+		sq.stmt = &whole
+	}
+	return sq, nil
+}
+
+// Exec runs the parts concurrently and joins their series. The first
+// error, in time order, is the query's error.
+func (sq *splitQuery) Exec(ctx context.Context) *promql.Result {
+	if _, err := sq.e.slots.Insert(ctx, sq.qs); err != nil {
+		return &promql.Result{Err: promql.ErrQueryCanceled(err.Error())}
+	}
+	defer sq.e.slots.Delete(0)
+	results := make([]*promql.Result, len(sq.parts))
+	var wg sync.WaitGroup
+	for i, p := range sq.parts {
+		wg.Go(func() { results[i] = p.Exec(ctx) })
+	}
+	wg.Wait()
+
+	var warnings annotations.Annotations
+	for _, r := range results {
+		warnings.Merge(r.Warnings)
+		if r.Err != nil {
+			return &promql.Result{Err: r.Err, Warnings: warnings}
+		}
+	}
+	byLabels := make(map[string]int)
+	var out promql.Matrix
+	var buf []byte
+	for _, r := range results {
+		m, err := r.Matrix()
+		if err != nil {
+			return &promql.Result{Err: err, Warnings: warnings}
+		}
+		for _, s := range m {
+			buf = s.Metric.Bytes(buf)
+			i, ok := byLabels[string(buf)]
+			if !ok {
+				byLabels[string(buf)] = len(out)
+				out = append(out, s)
+				continue
+			}
+			out[i].Floats = append(out[i].Floats, s.Floats...)
+			out[i].Histograms = append(out[i].Histograms, s.Histograms...)
+		}
+	}
+	sort.Sort(out)
+	return &promql.Result{Value: out, Warnings: warnings}
+}
+
+// Close releases the memory of every part's result.
+func (sq *splitQuery) Close() {
+	for _, p := range sq.parts {
+		p.Close()
+	}
+}
+
+// Statement is the statement of the whole range.
+func (sq *splitQuery) Statement() parser.Statement { return sq.stmt }
+
+// Stats adds up the samples of the parts; the timers are those of the
+// first part (the parts run at the same time).
+func (sq *splitQuery) Stats() *stats.Statistics {
+	first := sq.parts[0].Stats()
+	samples := stats.NewQuerySamples(false)
+	for _, p := range sq.parts {
+		if s := p.Stats(); s != nil && s.Samples != nil {
+			samples.TotalSamples += s.Samples.TotalSamples
+			samples.PeakSamples += s.Samples.PeakSamples
+		}
+	}
+	return &stats.Statistics{Timers: first.Timers, Samples: samples}
+}
+
+// Cancel cancels every part.
+func (sq *splitQuery) Cancel() {
+	for _, p := range sq.parts {
+		p.Cancel()
+	}
+}
+
+func (sq *splitQuery) String() string { return sq.qs }
+
+// defaultSplitParallelism is how many parts a long range query runs as by
+// default: one per core, at most 4.
+func defaultSplitParallelism() int { return min(runtime.GOMAXPROCS(0), 4) }
