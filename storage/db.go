@@ -235,6 +235,10 @@ func Open(opts Options) (db *DB, err error) {
 	return db, nil
 }
 
+// vmCacheDir is where VictoriaMetrics keeps its caches under a storage
+// path.
+const vmCacheDir = "cache"
+
 // openVM opens VictoriaMetrics storage and turns its panics (a corrupt
 // part, a lock held by another process, a disk error) into an error.
 //
@@ -306,6 +310,18 @@ func (db *DB) Close() (err error) {
 	for _, ts := range db.tiers {
 		if e := closeVM(ts.vm); e != nil {
 			err = errors.Join(err, fmt.Errorf("close tier %s: %w", ts.tier, e))
+			continue
+		}
+		if ts.tier != TierRaw {
+			// VictoriaMetrics saves its lookup caches (metric name to
+			// series ID and back) at close, a few MiB per store however
+			// few its series. A rollup tier's series are looked up
+			// once by the first rollup after a restart, so the caches
+			// buy nothing there; the raw tier's speed up ingestion
+			// after a restart and stay.
+			if e := os.RemoveAll(filepath.Join(ts.path, vmCacheDir)); e != nil {
+				err = errors.Join(err, fmt.Errorf("remove tier %s caches: %w", ts.tier, e))
+			}
 		}
 	}
 	if e := db.state.Close(); e != nil {

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -323,4 +324,39 @@ func TestCompactQuietMonths(t *testing.T) {
 	require.Empty(t, merged)
 	_, err = db.CompactQuietMonths(TierRaw, thisMonth, 0)
 	require.ErrorIs(t, err, ErrUnknownTier)
+}
+
+// Close drops the rollup tiers' VictoriaMetrics caches and keeps raw's;
+// the next Open reads every tier as before.
+func TestCloseDropsRollupTierCaches(t *testing.T) {
+	dir := t.TempDir()
+	opts := DefaultOptions()
+	opts.Path = dir
+	db, err := Open(opts)
+	require.NoError(t, err)
+	start := time.Now().Add(-2 * time.Hour).Truncate(time.Hour)
+	appendSamples(t, db, map[string][]sample{`reqs_total{job="a"}`: samplesOf(240, start.UnixMilli()+15000, 15000, func(i int) float64 { return float64(i) })})
+	db.Flush()
+	_, err = db.Rollup(context.Background(), Tier1m, start, start.Add(time.Hour))
+	require.NoError(t, err)
+	db.Flush() // the 5m rollup reads the 1m tier
+	_, err = db.Rollup(context.Background(), Tier5m, start, start.Add(time.Hour))
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+	require.DirExists(t, filepath.Join(dir, "tsdb", "raw", vmCacheDir))
+	for _, tier := range []string{"1m", "5m"} {
+		require.NoDirExists(t, filepath.Join(dir, "tsdb", tier, vmCacheDir))
+	}
+
+	db, err = Open(opts)
+	require.NoError(t, err)
+	defer db.Close()
+	tfs, err := toTagFilters(allSeries)
+	require.NoError(t, err)
+	for _, tier := range []Tier{Tier1m, Tier5m} {
+		set, err := db.readSeries(context.Background(), tier, tfs, start.UnixMilli(), start.Add(time.Hour).UnixMilli())
+		require.NoError(t, err)
+		require.Len(t, set, 1, "tier %s", tier)
+		require.Len(t, set[0].ts, int(time.Hour/tier.Resolution()), "tier %s", tier)
+	}
 }

@@ -26,6 +26,7 @@ type sysResult struct {
 	phases    []phaseTime
 	queries   map[string]*queryResult
 	disk      harness.DiskUsage
+	caches    int64 // allocated bytes of VictoriaMetrics cache dirs, part of disk
 	tierStats []tierStat
 }
 
@@ -108,7 +109,7 @@ func (r *report) markdown() string {
 	fmt.Fprintf(&b, "What each answered (series / points / mean of all values), to show they answered the same question:\n\n%s\n", ct.Markdown())
 
 	// Disk.
-	dt := harness.Table{Header: []string{"", "disk (du)", "bytes per sample", "÷ VictoriaMetrics"}}
+	dt := harness.Table{Header: []string{"", "disk (du)", "of which VictoriaMetrics caches", "bytes per sample", "÷ VictoriaMetrics"}}
 	vm, haveVM := r.results["victoriametrics"]
 	for _, name := range r.order {
 		res := r.results[name]
@@ -116,7 +117,7 @@ func (r *report) markdown() string {
 		if haveVM {
 			ratio = fmt.Sprintf("%.3f", float64(res.disk.Allocated)/float64(vm.disk.Allocated))
 		}
-		dt.AddRow(res.title, harness.Bytes(float64(res.disk.Allocated)),
+		dt.AddRow(res.title, harness.Bytes(float64(res.disk.Allocated)), harness.Bytes(float64(res.caches)),
 			fmt.Sprintf("%.3f", float64(res.disk.Allocated)/float64(r.samples)), ratio)
 	}
 	fmt.Fprintf(&b, "### Disk after backfill and settling (allocated bytes of the data dir after a graceful stop)\n\n%s\nGoal: appliance ≤ 0.3 × VictoriaMetrics.\n\n", dt.Markdown())

@@ -234,8 +234,32 @@ func runSystem(ctx context.Context, sys system, b bins, cfg genConfig, o options
 		return nil, err
 	}
 	res.disk = du
-	log.Printf("%s: data dir %s (%d files)", sys.title, harness.Bytes(float64(du.Allocated)), du.Files)
+	if res.caches, err = vmCacheUsage(dataDir); err != nil {
+		return nil, err
+	}
+	log.Printf("%s: data dir %s (%d files; VictoriaMetrics caches %s)", sys.title, harness.Bytes(float64(du.Allocated)), du.Files, harness.Bytes(float64(res.caches)))
 	return res, nil
+}
+
+// vmCacheUsage adds up the VictoriaMetrics cache directories under a data
+// dir (VictoriaMetrics' own `cache`, the appliance's `tsdb/<tier>/cache`):
+// lookup caches saved at a graceful stop and rebuilt when missing.
+func vmCacheUsage(dataDir string) (int64, error) {
+	var total int64
+	for _, pattern := range []string{"cache", "tsdb/*/cache"} {
+		dirs, err := filepath.Glob(filepath.Join(dataDir, pattern))
+		if err != nil {
+			return 0, err
+		}
+		for _, d := range dirs {
+			u, err := harness.DirUsage(d)
+			if err != nil {
+				return 0, err
+			}
+			total += u.Allocated
+		}
+	}
+	return total, nil
 }
 
 func tiersNote(t string) string {
