@@ -107,6 +107,8 @@ func (db *DB) Delete(_ context.Context, mint, maxt int64, ms ...*labels.Matcher)
 		return err
 	}
 	defer db.readUnlock()
+	// The recent window is emptied whole and refills (recent_window.go).
+	db.recent.reset()
 	// Rollup series carry the base labels plus __rollup__, so the same
 	// matchers find them in every tier.
 	for _, ts := range db.tiers {

@@ -209,6 +209,7 @@ func (a *appender) Commit() (err error) {
 		db.metrics.appendErrors(reasonWrite, len(rows))
 		return err
 	}
+	db.recent.add(rows)
 	db.metrics.samplesAppended.Add(float64(len(rows)))
 	db.noteTimeRange(minT, maxT)
 	db.noteCommitted(minT, maxT)

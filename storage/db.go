@@ -116,6 +116,9 @@ type DB struct {
 
 	names *seriesCache
 	meta  *metadataStore
+	// recent holds the last minutes of the raw series rules read; see
+	// recent_window.go. Commit feeds it.
+	recent *recentWindow
 
 	// closeMu is held for reading by every operation that touches vm, and
 	// for writing by Close, so that nothing reaches a closed VM storage
@@ -221,6 +224,7 @@ func Open(opts Options) (db *DB, err error) {
 		tiers:      tiers,
 		state:      state,
 		names:      newSeriesCache(seriesCacheSize(opts.MemoryBudget)),
+		recent:     newRecentWindow(opts.Now, maxRecentSeries(opts.MemoryBudget), log),
 		meta:       meta,
 		addRowsSem: make(chan struct{}, runtime.GOMAXPROCS(0)),
 	}

@@ -98,9 +98,21 @@ func (q *querier) Select(ctx context.Context, _ bool, hints *promstorage.SelectH
 	if !ok {
 		return promstorage.EmptySeriesSet()
 	}
+	labelsOnly := hints != nil && hints.Func == "series"
+	if !labelsOnly && agg == readDefault {
+		// Rules read the last minutes of the same selectors every
+		// interval: the recent window answers them from memory.
+		set, ok, err := q.db.recent.read(user, mint, maxt, q.db.opts.MaxSeriesPerQuery, q.db.opts.MaxSamplesPerQuery)
+		if err != nil {
+			return promstorage.ErrSeriesSet(err)
+		}
+		if ok {
+			return newSeriesSet(set, hints) // sorted already
+		}
+	}
 	var set []*series
 	var err error
-	if hints != nil && hints.Func == "series" {
+	if labelsOnly {
 		set, err = q.db.searchTier(ctx, TierRaw, user, mint, maxt)
 	} else {
 		set, err = q.db.readRaw(ctx, user, agg, mint, maxt)
@@ -109,6 +121,11 @@ func (q *querier) Select(ctx context.Context, _ bool, hints *promstorage.SelectH
 		return promstorage.ErrSeriesSet(err)
 	}
 	slices.SortFunc(set, func(a, b *series) int { return labels.Compare(a.lset, b.lset) })
+	return newSeriesSet(set, hints)
+}
+
+// newSeriesSet applies hints.Limit to set, sorted by labels.
+func newSeriesSet(set []*series, hints *promstorage.SelectHints) promstorage.SeriesSet {
 	if hints != nil && hints.Limit > 0 && len(set) > hints.Limit {
 		set = set[:hints.Limit]
 	}
@@ -291,8 +308,7 @@ func (db *DB) readSeries(ctx context.Context, tier Tier, tfs []*vmstorage.TagFil
 			return fmt.Errorf("read %s tier: %w", tier, err)
 		}
 		if samples.Load() > int64(db.opts.MaxSamplesPerQuery) {
-			return fmt.Errorf("%w: more than %d samples in the time range; narrow the matchers or the range",
-				ErrQueryTooLarge, db.opts.MaxSamplesPerQuery)
+			return errTooManySamples(db.opts.MaxSamplesPerQuery)
 		}
 		return nil
 	}
@@ -365,6 +381,10 @@ func tooManySeries(err error, limit int) error {
 
 func errTooManySeries(limit int) error {
 	return fmt.Errorf("%w: more than %d series match; narrow the matchers or the time range", ErrQueryTooLarge, limit)
+}
+
+func errTooManySamples(limit int) error {
+	return fmt.Errorf("%w: more than %d samples in the time range; narrow the matchers or the range", ErrQueryTooLarge, limit)
 }
 
 func metricNameToLabels(b *labels.ScratchBuilder, mn *vmstorage.MetricName) labels.Labels {

@@ -1,0 +1,36 @@
+package rules
+
+import (
+	"fmt"
+
+	"github.com/prometheus/prometheus/model/rulefmt"
+	"go.yaml.in/yaml/v3"
+)
+
+// PrometheusRuleFile returns the rule groups the appliance evaluates for
+// these rule files (globs) and packs as one Prometheus rule file: the
+// extensions compiled to the PromQL `appliance check` prints, plus the
+// built-in group that records appliance_instance_warming. Prometheus (or
+// `promtool check rules`) can load it and evaluate exactly the same rules,
+// which is how bench/rules compares the two. Alerts of escalated rules
+// carry their labels, so the file differs from the sources only where the
+// extensions were compiled.
+func PrometheusRuleFile(files, packs []string) ([]byte, error) {
+	ids, err := sources(files, packs)
+	if err != nil {
+		return nil, err
+	}
+	staged, err := newLoader().stage(ids)
+	if err != nil {
+		return nil, err
+	}
+	var out rulefmt.RuleGroups
+	for _, id := range append(staged.order, warmupID) {
+		out.Groups = append(out.Groups, staged.groups[id].Groups...)
+	}
+	data, err := yaml.Marshal(&out)
+	if err != nil {
+		return nil, fmt.Errorf("marshal rule groups: %w", err)
+	}
+	return data, nil
+}
