@@ -505,3 +505,70 @@ func TestFinishedMonthsAreCompacted(t *testing.T) {
 	require.NotContains(t, logs.String(), "failed")
 	requireEveryWindowOnce(t, db, month.Add(-2*time.Hour), month.Add(2*time.Hour))
 }
+
+// flushHook is a Store whose Flush runs after once, right after the real
+// flush: a commit landing between the downsampler's flush and whatever
+// follows it.
+type flushHook struct {
+	*storage.DB
+	after func()
+}
+
+func (s *flushHook) Flush() {
+	s.DB.Flush()
+	if f := s.after; f != nil {
+		s.after = nil
+		f()
+	}
+}
+
+// A late commit reported while the downsampler flushes is rolled up with
+// its rows: the rows a pass rolls up again are made searchable after the
+// pass takes the reports, not before.
+func TestLateCommitDuringFlushIsRolledUp(t *testing.T) {
+	db := openDB(t, t.TempDir())
+	defer db.Close()
+	end := time.Now().Add(-time.Hour).Truncate(time.Hour)
+	start := loadTestData(t, db, end)
+	now := &clock{t: end.Add(2 * time.Minute)}
+	store := &flushHook{DB: db}
+	ds, err := New(store, Options{Now: now.Now})
+	require.NoError(t, err)
+	defer ds.Close()
+	require.NoError(t, ds.Step(context.Background()))
+
+	// New samples (between the existing ones) in every minute of an hour
+	// that is rolled up already, committed by "someone else" just after
+	// the next pass's flush.
+	store.after = func() {
+		app := db.AppenderV2(context.Background())
+		g := labels.FromStrings("__name__", "queue_depth", "job", "vllm")
+		for ts := start.Add(time.Hour + 7*time.Second); ts.Before(start.Add(2 * time.Hour)); ts = ts.Add(time.Minute) {
+			_, err := app.Append(0, g, 0, ts.UnixMilli(), 3, nil, nil, promstorage.AOptions{})
+			require.NoError(t, err)
+		}
+		require.NoError(t, app.Commit())
+	}
+	require.NoError(t, ds.Step(context.Background()))
+	require.NoError(t, ds.Step(context.Background()))
+	require.Nil(t, store.after, "the hook ran")
+	// Every window of that hour counts the late sample too: 5 per minute.
+	for _, tier := range []storage.Tier{storage.Tier1m, storage.Tier5m} {
+		ctx := storage.WithMaxSourceResolution(context.Background(), tier)
+		q, err := db.Querier(start.UnixMilli(), end.UnixMilli())
+		require.NoError(t, err)
+		ss := q.Select(ctx, true, &promstorage.SelectHints{Start: start.Add(time.Hour).UnixMilli() + 1, End: start.Add(2 * time.Hour).UnixMilli(), Step: time.Hour.Milliseconds()},
+			labels.MustNewMatcher(labels.MatchEqual, labels.MetricName, "queue_depth"),
+			labels.MustNewMatcher(labels.MatchEqual, storage.RollupLabel, "count"))
+		require.True(t, ss.Next(), "tier %s", tier)
+		windows := 0
+		it := ss.At().Iterator(nil)
+		for it.Next() == chunkenc.ValFloat {
+			ts, v := it.At()
+			require.Equal(t, 5*tier.Resolution().Minutes(), v, "tier %s window ending %s", tier, time.UnixMilli(ts))
+			windows++
+		}
+		require.Equal(t, int(time.Hour/tier.Resolution()), windows, "tier %s", tier)
+		require.NoError(t, q.Close())
+	}
+}
