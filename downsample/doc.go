@@ -20,7 +20,7 @@
 //  4. does the same from 1m into 5m, up to the 1m watermark;
 //  5. saves the watermarks and dirty lists that are durable.
 //
-// What a rollup row holds (first and last sample per window and the
+// What a rollup row holds (the last sample per window and the
 // samples before resets for counters, min/max/sum/count for gauges, the
 // timestamp of the window's last sample) is the storage package's
 // business: see its doc, "Tiers".

@@ -23,7 +23,7 @@ const RollupLabel = "__rollup__"
 type rollupAgg uint8
 
 const (
-	aggCounter rollupAgg = iota // counters: the first and last sample of each window, and each sample just before a reset
+	aggCounter rollupAgg = iota // counters: the last sample of each window, and each sample just before a reset
 	aggMax                      // gauges: the largest sample of each window
 	aggNegMin                   // gauges: minus the smallest sample (so that VM's "largest wins" dedup keeps the smallest)
 	aggSum                      // gauges: the sum of the window's samples
