@@ -1,17 +1,31 @@
-// Package harness holds the parts of the side-by-side benchmarks in bench/
-// that do not depend on what is being measured: building the anchor
-// binaries from the Go module proxy, running a system under test as a child
-// process and reading its CPU time and memory from /proc, timing PromQL
-// range queries over Prometheus' HTTP API, reading counters from a
-// /metrics page, measuring a data directory and printing Markdown tables.
+// Package harness holds what the side-by-side benchmarks in bench/ share
+// and what does not depend on the figures they measure: the systems they
+// compare and how to build them (the anchors from the Go module proxy, the
+// appliance from this module), the run directory and the command's
+// scaffolding (flags, signals, exit status), running a system under test
+// as a child process and reading its CPU time and memory from /proc,
+// serving the simulated vLLM fleet it scrapes, timing PromQL range queries
+// over Prometheus' HTTP API, reading counters from a /metrics page,
+// measuring a data directory and printing Markdown tables.
 //
 // # Basics
 //
-// A benchmark builds its binaries with [GoInstall] (anchors pinned to a
-// version) and [GoBuild] (the appliance from this module), starts each
-// system with [Start], waits for it with [WaitHTTP], samples it with
-// [ReadProcStats] and [SumMetric], queries it with [QueryRange], stops it
-// with [Process.Stop] and measures its data with [DirUsage].
+// A benchmark command is func main() { os.Exit([Main](name, parseFlags,
+// bench)) }. Its parseFlags defines its own flags and, for -only and
+// -short, [DefineSystemFlags]; its systems are [Prometheus],
+// [VictoriaMetrics] and [Appliance], each embedded in a struct with what
+// only that benchmark needs (a [Contender]). bench makes a [RunDir],
+// builds every system with [BuildAll] before measuring any, then measures
+// them one after another with [MeasureEach]: each measurement starts a
+// [Fleet] or uses a running one, starts the system with [Launch], samples
+// it with [ReadProcStats] and [SumMetric], queries it with [QueryRange],
+// stops it with [Process.Stop] and measures its data with [DirUsage]. The
+// report's main table is a [Comparison], written with
+// [RunDir.WriteReport].
+//
+// Lower-level pieces serve benchmarks that do not fit that mould
+// (bench/tiers backfills instead of scraping): [GoInstall], [GoBuild],
+// [Start], [WaitHTTP], [Table].
 //
 // # Caveats
 //

@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -109,4 +110,30 @@ func (p *Process) exitError() error {
 		return fmt.Errorf("%s exited: %w", p.Name, p.waitErr)
 	}
 	return nil
+}
+
+// Alive returns nil while the process runs and, once it has exited, an
+// error saying that it exited early (with its exit error), for a benchmark
+// that finds it gone while measuring it.
+func (p *Process) Alive() error {
+	select {
+	case <-p.done:
+	default:
+		return nil
+	}
+	if p.waitErr != nil {
+		return fmt.Errorf("%s exited early (see its log): %w", p.Name, p.waitErr)
+	}
+	return fmt.Errorf("%s exited early with status 0 (see its log)", p.Name)
+}
+
+// Sleep waits for d while the process runs. It returns early with the
+// context's cause if ctx ends, or with the error of [Process.Alive] if the
+// process exits, so that a warm-up or a measuring window never goes on
+// after the system died.
+func (p *Process) Sleep(ctx context.Context, d time.Duration) error {
+	if slept, err := sleep(ctx, d, p.done); err != nil || slept {
+		return err
+	}
+	return p.Alive()
 }

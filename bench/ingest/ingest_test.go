@@ -8,6 +8,8 @@ import (
 
 	"github.com/prometheus/prometheus/config"
 	"github.com/stretchr/testify/require"
+
+	"github.com/aiserve/appliance/bench/harness"
 )
 
 // The scrape config is read by Prometheus, VictoriaMetrics and the
@@ -26,9 +28,9 @@ func TestScrapeConfigLoadsInPrometheus(t *testing.T) {
 
 func TestRatioUsesBestAnchor(t *testing.T) {
 	mk := func(name string, peak uint64) *result {
-		s, ok := systemByName(name)
-		require.True(t, ok)
-		return &result{sys: s, peakRSS: peak}
+		only, err := harness.SelectSystems(name, systems)
+		require.NoError(t, err)
+		return &result{sys: only[0], peakRSS: peak}
 	}
 	rep := &report{results: []*result{mk("prometheus", 400), mk("victoriametrics", 200), mk("appliance", 100)}}
 	require.Contains(t, rep.markdown(), "0.50×")
@@ -44,11 +46,11 @@ func TestSizeFleet(t *testing.T) {
 	o := options{models: 1, targetSeries: 5000, seed: 1}
 	opts, err := sizeFleet(ctx, o)
 	require.NoError(t, err)
-	f, err := startFleet(ctx, opts)
+	f, err := harness.StartFleet(ctx, opts)
 	require.NoError(t, err)
-	defer f.stop()
-	n, err := countSeries(ctx, &http.Client{Timeout: 10 * time.Second}, f.Targets())
+	defer f.Stop()
+	n, err := harness.SeriesPerScrape(ctx, &http.Client{Timeout: 10 * time.Second}, f.Targets())
 	require.NoError(t, err)
 	require.InEpsilon(t, 5000, n, 0.15, "series in a fleet of %d instances", opts.Instances)
-	require.NoError(t, f.stop())
+	require.NoError(t, f.Stop())
 }

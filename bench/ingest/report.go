@@ -26,89 +26,81 @@ type phaseTime struct {
 	took time.Duration
 }
 
-// figure is one row of the main table; lower is better for all of them.
-type figure struct {
-	name  string
-	value func(r *result) (float64, bool)
-	unit  func(v float64) string
-}
-
-var figures = []figure{
+// figures are the rows of the main table with a ratio; lower is better
+// for all of them.
+var figures = []harness.Figure[*result]{
 	{
-		name: "CPU s per 1M samples (steady state)",
-		value: func(r *result) (float64, bool) {
+		Name: "CPU s per 1M samples (steady state)",
+		Value: func(r *result) (float64, bool) {
 			if r.samplesWindow <= 0 {
 				return 0, false
 			}
 			return r.cpuWindow.Seconds() / r.samplesWindow * 1e6, true
 		},
-		unit: func(v float64) string { return fmt.Sprintf("%.2f s", v) },
+		Unit: func(v float64) string { return fmt.Sprintf("%.2f s", v) },
 	},
 	{
-		name: "peak RSS",
-		value: func(r *result) (float64, bool) {
+		Name: "peak RSS",
+		Value: func(r *result) (float64, bool) {
 			return float64(r.peakRSS), r.peakRSS > 0
 		},
-		unit: harness.Bytes,
+		Unit: harness.Bytes,
 	},
 	{
-		name: "disk bytes per sample",
-		value: func(r *result) (float64, bool) {
+		Name: "disk bytes per sample",
+		Value: func(r *result) (float64, bool) {
 			if r.samplesTotal <= 0 || r.disk.Files == 0 {
 				return 0, false
 			}
 			return float64(r.disk.Allocated) / r.samplesTotal, true
 		},
-		unit: func(v float64) string { return fmt.Sprintf("%.2f B", v) },
+		Unit: func(v float64) string { return fmt.Sprintf("%.2f B", v) },
 	},
 	{
-		name: "p95 query_range latency (median)",
-		value: func(r *result) (float64, bool) {
+		Name: "p95 query_range latency (median)",
+		Value: func(r *result) (float64, bool) {
 			if len(r.queries) == 0 || r.queryFailure != nil {
 				return 0, false
 			}
 			return harness.Median(r.queries).Seconds(), true
 		},
-		unit: func(v float64) string { return fmtDuration(time.Duration(v * float64(time.Second))) },
+		Unit: func(v float64) string { return fmtDuration(time.Duration(v * float64(time.Second))) },
 	},
 }
 
 // details are rows that explain the figures; they get no ratio.
-var details = []struct {
-	name string
-	cell func(r *result) string
-}{
-	{"fleet series per scrape (start → end)", func(r *result) string {
+var details = []harness.Detail[*result]{
+	{Name: "fleet series per scrape (start → end)", Cell: func(r *result) string {
 		if r.seriesPerScrape == 0 {
 			return "—"
 		}
 		return fmt.Sprintf("%d → %d", r.seriesPerScrape, r.seriesAtEnd)
 	}},
-	{"samples ingested per s (window)", func(r *result) string {
+	{Name: "samples ingested per s (window)", Cell: func(r *result) string {
 		if r.window <= 0 {
 			return "—"
 		}
 		return fmt.Sprintf("%.0f", r.samplesWindow/r.window.Seconds())
 	}},
-	{"CPU cores used (window)", func(r *result) string {
+	{Name: "CPU cores used (window)", Cell: func(r *result) string {
 		if r.window <= 0 {
 			return "—"
 		}
 		return fmt.Sprintf("%.3f", r.cpuWindow.Seconds()/r.window.Seconds())
 	}},
-	{"samples ingested (start to stop)", func(r *result) string {
+	{Name: "samples ingested (start to stop)", Cell: func(r *result) string {
 		if r.samplesTotal <= 0 {
 			return "—"
 		}
 		return fmt.Sprintf("%.0f", r.samplesTotal)
 	}},
-	{"disk after stop (du / apparent)", func(r *result) string {
+	{Name: "disk after stop (du / apparent)", Cell: func(r *result) string {
 		if r.disk.Files == 0 {
 			return "—"
 		}
 		return harness.Bytes(float64(r.disk.Allocated)) + " / " + harness.Bytes(float64(r.disk.Apparent))
 	}},
-	{"query min … max", func(r *result) string {
+	{Name: "query min … max", Cell: func(r *result) string {
 		if len(r.queries) == 0 {
 			return "—"
 		}
@@ -118,13 +110,13 @@ var details = []struct {
 		}
 		return fmtDuration(lo) + " … " + fmtDuration(hi)
 	}},
-	{"query result (series × points)", func(r *result) string {
+	{Name: "query result (series × points)", Cell: func(r *result) string {
 		if len(r.queries) == 0 {
 			return "—"
 		}
 		return fmt.Sprintf("%d × %d", r.querySeries, r.queryPoints/max(1, r.querySeries))
 	}},
-	{"graceful stop", func(r *result) string {
+	{Name: "graceful stop", Cell: func(r *result) string {
 		switch {
 		case r.disk.Files == 0 && r.err != nil:
 			return "—"
@@ -139,48 +131,23 @@ func (rep *report) markdown() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Ingest benchmark, %s\n\n", rep.started.UTC().Format("2006-01-02 15:04 MST"))
 
-	t := harness.Table{Header: []string{"metric"}}
-	for _, r := range rep.results {
-		t.Header = append(t.Header, r.sys.title)
+	cmp := harness.Comparison[*result]{
+		Title:       title,
+		Corner:      "metric",
+		Missing:     "—",
+		Figures:     figures,
+		Details:     details,
+		RatioHeader: "appliance ÷ best anchor",
+		Ratio:       rep.ratio,
 	}
-	t.Header = append(t.Header, "appliance ÷ best anchor")
-	for _, f := range figures {
-		row := []string{f.name}
-		best, haveBest := math.Inf(1), false
-		appliance, haveAppliance := 0.0, false
-		for _, r := range rep.results {
-			v, ok := f.value(r)
-			if !ok {
-				row = append(row, "—")
-				continue
-			}
-			row = append(row, f.unit(v))
-			if r.sys.name == "appliance" {
-				appliance, haveAppliance = v, true
-			} else if v < best {
-				best, haveBest = v, true
-			}
-		}
-		ratio := "—"
-		if haveAppliance && haveBest && best > 0 {
-			ratio = fmt.Sprintf("%.2f×", appliance/best)
-		}
-		t.AddRow(append(row, ratio)...)
-	}
-	for _, d := range details {
-		row := []string{d.name}
-		for _, r := range rep.results {
-			row = append(row, d.cell(r))
-		}
-		t.AddRow(row...)
-	}
+	t := cmp.Table(rep.results)
 	b.WriteString(t.Markdown())
 	b.WriteString("\nLower is better for the first four rows; the ratio divides the appliance's figure by the better of the two anchors.\n")
 
 	var failed []string
 	for _, r := range rep.results {
 		if r.err != nil {
-			failed = append(failed, fmt.Sprintf("- %s: %v", r.sys.name, r.err))
+			failed = append(failed, fmt.Sprintf("- %s: %v", r.sys.Name, r.err))
 		}
 	}
 	if len(failed) > 0 {
@@ -206,7 +173,7 @@ func (rep *report) markdown() string {
 	b.WriteString("- CPU: utime+stime of the system's process from /proc/<pid>/stat; peak RSS: VmHWM at the end of the run (after the queries)\n")
 	b.WriteString("- disk: `du` of the data dir after SIGTERM and exit, divided by the samples ingested from start to stop\n")
 	for _, r := range rep.results {
-		fmt.Fprintf(&b, "- %s: %s\n", r.sys.title, r.sys.note)
+		fmt.Fprintf(&b, "- %s: %s\n", r.sys.Title, r.sys.note)
 	}
 
 	b.WriteString("\n## Phases\n\n")
@@ -214,6 +181,28 @@ func (rep *report) markdown() string {
 		fmt.Fprintf(&b, "- %s: %s\n", p.name, p.took.Round(time.Second))
 	}
 	return b.String()
+}
+
+func title(r *result) string { return r.sys.Title }
+
+// ratio divides the appliance's value of a figure by the best (lowest) of
+// the anchors'.
+func (rep *report) ratio(vals []float64, have []bool) string {
+	best, haveBest := math.Inf(1), false
+	appliance, haveAppliance := 0.0, false
+	for i, r := range rep.results {
+		switch {
+		case !have[i]:
+		case r.sys.Name == harness.Appliance.Name:
+			appliance, haveAppliance = vals[i], true
+		case vals[i] < best:
+			best, haveBest = vals[i], true
+		}
+	}
+	if haveAppliance && haveBest && best > 0 {
+		return fmt.Sprintf("%.2f×", appliance/best)
+	}
+	return "—"
 }
 
 func fmtDuration(d time.Duration) string {

@@ -29,17 +29,13 @@ import (
 	"math"
 	"net/http"
 	"os"
-	"os/signal"
-	"path/filepath"
-	"strings"
-	"syscall"
 	"time"
 
 	"github.com/aiserve/appliance/bench/harness"
 	"github.com/aiserve/appliance/demo"
 )
 
-func main() { os.Exit(run()) }
+func main() { os.Exit(harness.Main("rules", parseFlags, bench)) }
 
 // options are the run parameters, printed with the report.
 type options struct {
@@ -49,130 +45,63 @@ type options struct {
 	instances    int
 	targetSeries int
 	seed         int64
-	only         []string
+	only         []system
 }
 
-func run() int {
-	log.SetFlags(log.Ltime)
-	log.SetPrefix("rules: ")
-	var (
-		o     options
-		short bool
-		only  string
-	)
-	flag.DurationVar(&o.warmup, "warmup", 7*time.Minute, "time per system before the window: series creation, and for the appliance the recent window filling (rules with 5m ranges read it after 6 min, all of the packs' after 17 min)")
-	flag.DurationVar(&o.duration, "duration", 5*time.Minute, "measuring window per system")
-	flag.BoolVar(&short, "short", false, "quick check: -warmup=2m -duration=1m unless those are given")
+func parseFlags() (options, error) {
+	var o options
+	// What is scraped, then for how long.
 	flag.IntVar(&o.instances, "instances", 50, "simulated vLLM instances (two models each)")
 	flag.IntVar(&o.targetSeries, "series", 100_000, "series to aim for in all; synthetic targets make up what the vLLM fleet does not")
 	flag.Int64Var(&o.seed, "seed", 1, "fleet random seed")
-	flag.StringVar(&only, "only", "prometheus,appliance", "comma-separated systems to run, in this order")
-	flag.Parse()
-	if flag.NArg() > 0 {
-		log.Printf("unexpected arguments %q; see -help", flag.Args())
-		return 2
-	}
-	if short {
-		set := map[string]bool{}
-		flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
-		if !set["warmup"] {
-			o.warmup = 2 * time.Minute
-		}
-		if !set["duration"] {
-			o.duration = time.Minute
-		}
-	}
+	flag.DurationVar(&o.warmup, "warmup", 7*time.Minute, "time per system before the window: series creation, and for the appliance the recent window filling (rules with 5m ranges read it after 6 min, all of the packs' after 17 min)")
+	flag.DurationVar(&o.duration, "duration", 5*time.Minute, "measuring window per system")
 	o.interval = 15 * time.Second
-	for _, name := range strings.Split(only, ",") {
-		name = strings.TrimSpace(name)
-		if _, ok := systemByName(name); !ok {
-			log.Printf("-only: unknown system %q: want prometheus or appliance", name)
-			return 2
-		}
-		o.only = append(o.only, name)
+	var err error
+	if o.only, err = harness.DefineSystemFlags(flag.CommandLine, systems, "warmup=2m", "duration=1m").Parse(os.Args[1:]); err != nil {
+		return o, err
 	}
 	if o.duration < o.interval || o.warmup < 0 || o.instances < 1 {
-		log.Printf("-duration must be at least %s, -warmup not negative, -instances positive", o.interval)
-		return 2
+		return o, fmt.Errorf("-duration must be at least %s, -warmup not negative, -instances positive", o.interval)
 	}
-
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := bench(ctx, o); err != nil {
-		if ctx.Err() != nil {
-			log.Printf("interrupted: %v", err)
-			return 130
-		}
-		log.Printf("%v", err)
-		return 1
-	}
-	return 0
+	return o, nil
 }
 
 func bench(ctx context.Context, o options) (err error) {
-	wd, err := os.Getwd()
-	if err != nil {
-		return fmt.Errorf("get working directory: %w", err)
-	}
-	root, err := harness.ModuleRoot(wd)
+	run, err := harness.NewRunDir(".", "rules", time.Now())
 	if err != nil {
 		return err
 	}
-	binDir := filepath.Join(root, "bench", ".bin")
-	stamp := time.Now().UTC().Format("20060102-150405")
-	outDir := filepath.Join(root, "bench", "out")
-	runDir := filepath.Join(outDir, "rules-"+stamp)
-	if err := os.MkdirAll(runDir, 0o755); err != nil {
-		return fmt.Errorf("create output dir: %w", err)
+	built, err := harness.BuildAll(ctx, run, o.only)
+	if err != nil {
+		return err
 	}
-	rep := &report{opts: o, machine: harness.ReadMachine(), started: time.Now()}
-
-	bins := map[string]string{}
-	results := map[string]*result{}
-	for _, name := range o.only {
-		sys, _ := systemByName(name)
-		logPath := filepath.Join(runDir, "build-"+name+".log")
-		log.Printf("building %s (log: %s)", sys.title, logPath)
-		bin, err := buildSystem(ctx, sys, root, binDir, logPath)
-		if err != nil {
-			if ctx.Err() != nil {
-				return err
-			}
-			log.Printf("%s will be skipped: %v", name, err)
-			results[name] = &result{sys: sys, err: err}
-			continue
-		}
-		bins[name] = bin
-	}
+	rep := &report{opts: o, machine: harness.ReadMachine(), started: run.Started}
 
 	// One fleet for the whole run: both systems scrape the same servers.
 	fleetOpts := demo.DefaultFleetOptions()
 	fleetOpts.BasePort = 0
 	fleetOpts.Instances = o.instances
 	fleetOpts.Seed = o.seed
-	fleet, err := demo.NewFleet(fleetOpts)
+	fleet, err := harness.StartFleet(ctx, fleetOpts)
 	if err != nil {
-		return fmt.Errorf("create demo fleet of %d instances: %w", o.instances, err)
+		return err
 	}
-	fleetCtx, stopFleet := context.WithCancel(ctx)
-	fleetDone := make(chan error, 1)
-	go func() { fleetDone <- fleet.Run(fleetCtx) }()
 	defer func() {
-		stopFleet()
-		if e := <-fleetDone; e != nil && !errors.Is(e, context.Canceled) && err == nil {
-			err = fmt.Errorf("demo fleet: %w", e)
+		if e := fleet.Stop(); e != nil && err == nil {
+			err = e
 		}
 	}()
 	sc := scrapeSetup{interval: o.interval, vllm: fleet.Targets()}
 
 	// A simulated server shows new label values as its first requests
 	// come in; count once that has mostly settled.
-	if err := wait(ctx, 15*time.Second); err != nil {
+	if err := harness.Sleep(ctx, 15*time.Second); err != nil {
 		return err
 	}
-	rep.vllmSeries, err = countSeries(ctx, sc.vllm)
+	rep.vllmSeries, err = harness.SeriesPerScrape(ctx, &http.Client{Timeout: 30 * time.Second}, sc.vllm)
 	if err != nil {
-		return err
+		return fmt.Errorf("count fleet series: %w", err)
 	}
 	codes := max(1, int(math.Round(float64(o.targetSeries-rep.vllmSeries)/(syntheticRules*syntheticTargets))))
 	synth, err := startSynthetic(codes, time.Now)
@@ -190,69 +119,17 @@ func bench(ctx context.Context, o options) (err error) {
 		rep.vllmSeries, len(sc.vllm), rep.syntheticSeries, len(sc.synthetic))
 
 	groups := len(packs) + 1 + (syntheticRules+rulesPerGroup-1)/rulesPerGroup // packs, warm-up, synthetic
-	for _, name := range o.only {
-		bin, ok := bins[name]
-		if !ok {
-			continue
-		}
-		sys, _ := systemByName(name)
-		res := measure(ctx, sys, bin, sc, groups, o, runDir)
-		results[name] = res
-		if ctx.Err() != nil {
-			return fmt.Errorf("%s: %w", name, context.Cause(ctx))
-		}
-		if res.err != nil {
-			log.Printf("%s: %v", name, res.err)
-		}
+	rep.results, err = harness.MeasureEach(ctx, o.only, built,
+		func(sys system, bin string) (*result, error) {
+			res := measure(ctx, sys, bin, sc, groups, o, run.Dir)
+			return res, res.err
+		},
+		func(sys system, err error) *result { return &result{sys: sys, err: err} })
+	if err != nil && !errors.Is(err, harness.ErrSomeFailed) {
+		return err
 	}
-	for _, name := range o.only {
-		rep.results = append(rep.results, results[name])
+	if werr := run.WriteReport(os.Stdout, rep.markdown()); werr != nil {
+		return werr
 	}
-	text := rep.markdown()
-	fmt.Print(text)
-	path := filepath.Join(outDir, "rules-"+stamp+".md")
-	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
-		return fmt.Errorf("write report: %w", err)
-	}
-	log.Printf("report written to %s; configs and logs in %s", path, runDir)
-	for _, r := range rep.results {
-		if r.err != nil {
-			return errors.New("some systems failed; see the report")
-		}
-	}
-	return nil
-}
-
-func buildSystem(ctx context.Context, sys system, root, binDir, logPath string) (string, error) {
-	f, err := os.Create(logPath)
-	if err != nil {
-		return "", fmt.Errorf("create build log: %w", err)
-	}
-	defer f.Close()
-	return sys.build(ctx, root, binDir, f)
-}
-
-// countSeries scrapes every target once and returns the series they expose.
-func countSeries(ctx context.Context, targets []string) (int, error) {
-	client := &http.Client{Timeout: 30 * time.Second}
-	n := 0
-	for _, t := range targets {
-		c, err := harness.CountSeries(ctx, client, "http://"+t+"/metrics")
-		if err != nil {
-			return 0, fmt.Errorf("count fleet series: %w", err)
-		}
-		n += c
-	}
-	return n, nil
-}
-
-func wait(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	case <-t.C:
-		return nil
-	}
+	return err
 }

@@ -12,9 +12,6 @@ import (
 	"github.com/aiserve/appliance/bench/harness"
 )
 
-// stopGrace is how long a system gets to flush and exit after SIGTERM.
-const stopGrace = 2 * time.Minute
-
 // The rules manager's metrics (Prometheus' names; the appliance prefixes
 // them with appliance_).
 const (
@@ -78,54 +75,34 @@ func measure(ctx context.Context, sys system, bin string, sc scrapeSetup, groups
 func measureInto(ctx context.Context, res *result, bin string, sc scrapeSetup, groups int, o options, runDir string) error {
 	sys := res.sys
 	client := &http.Client{Timeout: time.Minute}
-	dir := filepath.Join(runDir, sys.name)
+	dir := filepath.Join(runDir, sys.Name)
 	dataDir := filepath.Join(dir, "data")
-	if err := os.MkdirAll(dataDir, 0o755); err != nil {
-		return fmt.Errorf("create data dir: %w", err)
+	if err := harness.FreshDir(dataDir); err != nil {
+		return err
 	}
 	defer os.RemoveAll(dataDir)
 	config, err := sys.config(dir, sc)
 	if err != nil {
 		return err
 	}
-	addr, err := harness.FreeAddr()
+	logPath := filepath.Join(dir, sys.Name+".log")
+	srv, err := harness.Launch(ctx, client, sys.System, bin, config, dataDir, logPath, o.warmup)
 	if err != nil {
 		return err
 	}
-	base := "http://" + addr
-	logPath := filepath.Join(dir, sys.name+".log")
-	proc, err := harness.Start(sys.name, bin, sys.args(config, dataDir, addr), logPath)
-	if err != nil {
-		return err
-	}
-	stopped := false
-	defer func() {
-		if !stopped {
-			proc.Kill()
-		}
-	}()
-	readyCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	err = harness.WaitHTTP(readyCtx, client, base+"/-/ready", proc.Exited())
-	cancel()
-	if err != nil {
-		return fmt.Errorf("%s did not become ready (log: %s): %w", sys.name, logPath, err)
-	}
-	log.Printf("%s: ready on %s (pid %d); warming up for %s", sys.name, addr, proc.Pid(), o.warmup)
-	if err := sleep(ctx, o.warmup, proc); err != nil {
-		return err
-	}
+	defer srv.Kill() // a no-op after the Stop below
 
-	read := func() (counters, error) { return readCounters(ctx, client, proc, base, sys.metricPrefix) }
+	read := func() (counters, error) { return readCounters(ctx, client, srv, sys.metricPrefix) }
 	c0, err := read()
 	if err != nil {
 		return err
 	}
-	log.Printf("%s: measuring for %s", sys.name, o.duration)
+	log.Printf("%s: measuring for %s", sys.Name, o.duration)
 	for time.Since(c0.at) < o.duration {
-		if err := sleep(ctx, min(o.interval, o.duration-time.Since(c0.at)), proc); err != nil {
+		if err := srv.Sleep(ctx, min(o.interval, o.duration-time.Since(c0.at))); err != nil {
 			return err
 		}
-		v, err := harness.SumMetric(ctx, client, base+"/metrics", sys.metricPrefix+metricLastDuration)
+		v, err := harness.SumMetric(ctx, client, srv.URL+"/metrics", sys.metricPrefix+metricLastDuration)
 		if err != nil {
 			return fmt.Errorf("read last group durations: %w", err)
 		}
@@ -139,23 +116,22 @@ func measureInto(ctx context.Context, res *result, bin string, sc scrapeSetup, g
 	res.rounds, res.meanRound = roundFigures(c0, c1, groups)
 	res.cpuShare = (c1.cpu - c0.cpu).Seconds() / res.window.Seconds()
 	res.missed, res.failures = c1.missed-c0.missed, c1.failures-c0.failures
-	if res.rules, err = harness.SumMetric(ctx, client, base+"/metrics", sys.metricPrefix+metricRules); err != nil {
+	if res.rules, err = harness.SumMetric(ctx, client, srv.URL+"/metrics", sys.metricPrefix+metricRules); err != nil {
 		return fmt.Errorf("read rules loaded: %w", err)
 	}
-	if res.outSamples, err = harness.SumMetric(ctx, client, base+"/metrics", sys.metricPrefix+metricLastSamples); err != nil {
+	if res.outSamples, err = harness.SumMetric(ctx, client, srv.URL+"/metrics", sys.metricPrefix+metricLastSamples); err != nil {
 		return fmt.Errorf("read samples of the last round: %w", err)
 	}
-	st, err := harness.ReadProcStats(proc.Pid())
+	st, err := harness.ReadProcStats(srv.Pid())
 	if err != nil {
 		return err
 	}
 	res.peakRSS = st.PeakRSS
-	log.Printf("%s: %.1f rounds, %s per round, process CPU %.1f%% of a core", sys.name,
+	log.Printf("%s: %.1f rounds, %s per round, process CPU %.1f%% of a core", sys.Name,
 		res.rounds, res.meanRound.Round(time.Millisecond), 100*res.cpuShare)
 
-	log.Printf("%s: stopping (SIGTERM)", sys.name)
-	res.stopErr = proc.Stop(stopGrace)
-	stopped = true
+	log.Printf("%s: stopping (SIGTERM)", sys.Name)
+	res.stopErr = srv.Stop(harness.StopGrace)
 	if res.rounds == 0 {
 		return fmt.Errorf("no rule group was evaluated in the window (log: %s)", logPath)
 	}
@@ -164,14 +140,12 @@ func measureInto(ctx context.Context, res *result, bin string, sc scrapeSetup, g
 
 // readCounters reads the process's CPU time and, right after, the rules
 // manager's counters, failing if the process has died.
-func readCounters(ctx context.Context, client *http.Client, proc *harness.Process, base, prefix string) (counters, error) {
-	select {
-	case <-proc.Exited():
-		return counters{}, exitedEarly(proc)
-	default:
+func readCounters(ctx context.Context, client *http.Client, srv *harness.Server, prefix string) (counters, error) {
+	if err := srv.Alive(); err != nil {
+		return counters{}, err
 	}
 	c := counters{at: time.Now()}
-	st, err := harness.ReadProcStats(proc.Pid())
+	st, err := harness.ReadProcStats(srv.Pid())
 	if err != nil {
 		return c, err
 	}
@@ -185,31 +159,9 @@ func readCounters(ctx context.Context, client *http.Client, proc *harness.Proces
 		{metricMissed, &c.missed},
 		{metricFailures, &c.failures},
 	} {
-		if *m.dst, err = harness.SumMetric(ctx, client, base+"/metrics", prefix+m.name); err != nil {
+		if *m.dst, err = harness.SumMetric(ctx, client, srv.URL+"/metrics", prefix+m.name); err != nil {
 			return c, fmt.Errorf("read %s: %w", prefix+m.name, err)
 		}
 	}
 	return c, nil
-}
-
-// sleep waits for d, failing early if ctx ends or the process exits.
-func sleep(ctx context.Context, d time.Duration, proc *harness.Process) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	case <-proc.Exited():
-		return exitedEarly(proc)
-	case <-t.C:
-		return nil
-	}
-}
-
-// exitedEarly describes a system that exited while it was being measured.
-func exitedEarly(proc *harness.Process) error {
-	if err := proc.ExitErr(); err != nil {
-		return fmt.Errorf("%s exited early (see its log): %w", proc.Name, err)
-	}
-	return fmt.Errorf("%s exited early with status 0 (see its log)", proc.Name)
 }

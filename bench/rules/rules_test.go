@@ -77,37 +77,37 @@ func TestBothSystemsGetTheSameRules(t *testing.T) {
 		require.NoError(t, err)
 		require.Contains(t, string(raw), "evaluation_interval: 15s")
 		require.Contains(t, string(raw), `- "127.0.0.1:2"`)
-		switch sys.name {
+		switch sys.Name {
 		case "prometheus":
-			data, err := os.ReadFile(filepath.Join(dir, "prometheus.rules.yml"))
-			require.NoError(t, err)
-			rgs, errs := rulefmt.Parse(data, false, model.UTF8Validation, parser.NewParser(parser.Options{}), slog.New(slog.DiscardHandler))
-			require.Empty(t, errs)
-			n := 0
-			for _, g := range rgs.Groups {
-				n += len(g.Rules)
-			}
-			counts[sys.name] = [2]int{len(rgs.Groups), n}
+			counts[sys.Name] = countRules(t, filepath.Join(dir, "prometheus.rules.yml"))
 		case "appliance":
 			cfg, err := config.LoadFile(path)
 			require.NoError(t, err)
 			require.Equal(t, packs, cfg.RulePacks)
-			data, err := os.ReadFile(filepath.Join(dir, "synthetic.rules.yml"))
-			require.NoError(t, err)
-			rgs, errs := rulefmt.Parse(data, false, model.UTF8Validation, parser.NewParser(parser.Options{}), slog.New(slog.DiscardHandler))
-			require.Empty(t, errs)
-			n := 0
-			for _, g := range rgs.Groups {
-				n += len(g.Rules)
-			}
+			c := countRules(t, filepath.Join(dir, "synthetic.rules.yml"))
 			// The packs: vllm 8 (one rule escalates into two), targets 2,
 			// gpu 3; and the built-in warm-up group.
-			counts[sys.name] = [2]int{len(rgs.Groups) + len(packs) + 1, n + 13 + 1}
+			counts[sys.Name] = [2]int{c[0] + len(packs) + 1, c[1] + 13 + 1}
 		}
 	}
 	groups := len(packs) + 1 + (syntheticRules+rulesPerGroup-1)/rulesPerGroup
 	require.Equal(t, [2]int{groups, 201}, counts["prometheus"])
 	require.Equal(t, counts["prometheus"], counts["appliance"])
+}
+
+// countRules parses a rule file as Prometheus does and returns its groups
+// and rules.
+func countRules(t *testing.T, path string) [2]int {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	rgs, errs := rulefmt.Parse(data, false, model.UTF8Validation, parser.NewParser(parser.Options{}), slog.New(slog.DiscardHandler))
+	require.Empty(t, errs)
+	n := 0
+	for _, g := range rgs.Groups {
+		n += len(g.Rules)
+	}
+	return [2]int{len(rgs.Groups), n}
 }
 
 func TestRoundFigures(t *testing.T) {
@@ -122,8 +122,8 @@ func TestRoundFigures(t *testing.T) {
 }
 
 func TestReportShowsRatio(t *testing.T) {
-	prom, _ := systemByName("prometheus")
-	app, _ := systemByName("appliance")
+	prom, app := systems[0], systems[1]
+	require.Equal(t, []string{"prometheus", "appliance"}, []string{prom.Name, app.Name})
 	rep := &report{
 		opts: options{instances: 50, interval: 15 * time.Second, warmup: 7 * time.Minute, duration: 5 * time.Minute},
 		results: []*result{
@@ -135,5 +135,5 @@ func TestReportShowsRatio(t *testing.T) {
 	require.Contains(t, md, "| time per evaluation round (mean)")
 	require.Contains(t, md, "800 ms")
 	require.Contains(t, md, "0.50×")
-	require.Contains(t, md, "appliance ÷ Prometheus "+prometheusVersion)
+	require.Contains(t, md, "appliance ÷ Prometheus "+harness.PrometheusVersion)
 }

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,22 +11,17 @@ import (
 	"github.com/aiserve/appliance/rules"
 )
 
-// prometheusVersion is the anchor. Bumping it rebuilds it on the next run.
-const prometheusVersion = "v0.316.0"
-
 // packs are the embedded rule packs both systems evaluate.
 var packs = []string{"vllm", "targets", "gpu"}
 
-// system is one system under test: how to build and start it, and the
-// prefix of its rules manager's metrics on its /metrics page.
+// system is one system under test: how to build and start it (System),
+// how to write its config, and the prefix of its rules manager's metrics
+// on its /metrics page.
 type system struct {
-	name  string // as in -only
-	title string // column header
-	build func(ctx context.Context, root, binDir string, log io.Writer) (string, error)
+	harness.System
 	// config writes the system's config (and rule files) into dir and
 	// returns the config's path.
 	config func(dir string, scrape scrapeSetup) (string, error)
-	args   func(config, dataDir, addr string) []string
 	// metricPrefix is put before the rules manager's metric names:
 	// the appliance registers Prometheus' library metrics with appliance_.
 	metricPrefix string
@@ -36,11 +29,7 @@ type system struct {
 
 var systems = []system{
 	{
-		name:  "prometheus",
-		title: "Prometheus " + prometheusVersion,
-		build: func(ctx context.Context, _, binDir string, log io.Writer) (string, error) {
-			return harness.GoInstall(ctx, binDir, "github.com/prometheus/prometheus/cmd/prometheus", prometheusVersion, log)
-		},
+		System: harness.Prometheus,
 		config: func(dir string, sc scrapeSetup) (string, error) {
 			// The same groups the appliance evaluates, compiled by it:
 			// its extensions become plain PromQL, plus its warm-up group.
@@ -57,25 +46,10 @@ var systems = []system{
 			}
 			return writeConfig(dir, "prometheus.yml", sc, "rule_files: [prometheus.rules.yml]\n")
 		},
-		args: func(config, dataDir, addr string) []string {
-			return []string{
-				"--config.file=" + config,
-				"--storage.tsdb.path=" + dataDir,
-				"--web.listen-address=" + addr,
-			}
-		},
 		metricPrefix: "",
 	},
 	{
-		name:  "appliance",
-		title: "appliance",
-		build: func(ctx context.Context, root, binDir string, log io.Writer) (string, error) {
-			bin := filepath.Join(binDir, "appliance")
-			if err := harness.GoBuild(ctx, root, "./cmd/appliance", bin, log); err != nil {
-				return "", fmt.Errorf("build the appliance: %w", err)
-			}
-			return bin, nil
-		},
+		System: harness.Appliance,
 		config: func(dir string, sc scrapeSetup) (string, error) {
 			if err := os.WriteFile(filepath.Join(dir, "synthetic.rules.yml"), syntheticRuleFile(), 0o644); err != nil {
 				return "", fmt.Errorf("write synthetic rules: %w", err)
@@ -83,20 +57,8 @@ var systems = []system{
 			return writeConfig(dir, "appliance.yml", sc,
 				"rule_files: [synthetic.rules.yml]\nrule_packs: ["+strings.Join(packs, ", ")+"]\n")
 		},
-		args: func(config, dataDir, addr string) []string {
-			return []string{"run", "--config", config, "--data", dataDir, "--listen", addr}
-		},
 		metricPrefix: "appliance_",
 	},
-}
-
-func systemByName(name string) (system, bool) {
-	for _, s := range systems {
-		if s.name == name {
-			return s, true
-		}
-	}
-	return system{}, false
 }
 
 // scrapeSetup is what both systems scrape, and how often.

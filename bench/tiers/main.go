@@ -18,30 +18,23 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"log"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/aiserve/appliance/bench/harness"
 )
 
-const (
-	prometheusVersion      = "v0.316.0"
-	victoriaMetricsVersion = "v1.151.0"
-	// guard is left out at the old end of the data, so that its oldest
-	// sample is still inside the appliance's 90-day retention when it is
-	// imported and queried some minutes after the run started.
-	guard = time.Hour
-)
+// guard is left out at the old end of the data, so that its oldest sample
+// is still inside the appliance's 90-day retention when it is imported and
+// queried some minutes after the run started.
+const guard = time.Hour
 
-func main() { os.Exit(run()) }
+func main() { os.Exit(harness.Main("tiers", parseFlags, runBench)) }
 
 type options struct {
 	series       int
@@ -56,9 +49,7 @@ type options struct {
 	settle       time.Duration
 }
 
-func run() int {
-	log.SetFlags(log.Ltime)
-	log.SetPrefix("tiers: ")
+func parseFlags() (options, error) {
 	var (
 		o    options
 		only string
@@ -73,51 +64,30 @@ func run() int {
 	flag.IntVar(&o.batchSamples, "batch-samples", 100_000, "samples per import request (rounded to whole 5-minute windows)")
 	flag.BoolVar(&o.keepData, "keep-data", false, "keep the data dirs under bench/out/tiers-<time>/")
 	flag.DurationVar(&o.settle, "settle-timeout", 30*time.Minute, "longest wait for the appliance's downsampler or VictoriaMetrics' merge")
-	flag.Parse()
-	if flag.NArg() > 0 {
-		log.Printf("unexpected arguments %q; see -help", flag.Args())
-		return 2
+	if err := harness.ParseFlags(flag.CommandLine, os.Args[1:]); err != nil {
+		return o, err
 	}
 	if o.series < seriesPerGrp || o.models < 1 || o.days < 1 || o.queries < 1 || o.batchSamples < 1 {
-		log.Printf("need -series >= %d, -models, -days, -queries, -batch-samples >= 1", seriesPerGrp)
-		return 2
+		return o, fmt.Errorf("need -series >= %d, -models, -days, -queries, -batch-samples >= 1", seriesPerGrp)
 	}
 	if o.interval <= 0 || (5*time.Minute)%o.interval != 0 || o.interval%time.Millisecond != 0 {
-		log.Printf("-interval %s must be whole milliseconds and divide 5m", o.interval)
-		return 2
+		return o, fmt.Errorf("-interval %s must be whole milliseconds and divide 5m", o.interval)
 	}
 	o.only = strings.Split(only, ",")
 	for _, name := range o.only {
 		if _, ok := systemByName(name); !ok {
-			log.Printf("-only: unknown system %q (want prometheus, victoriametrics, appliance)", name)
-			return 2
+			return o, fmt.Errorf("-only: unknown system %q (want prometheus, victoriametrics, appliance)", name)
 		}
 	}
-
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := runBench(ctx, o); err != nil {
-		if errors.Is(err, context.Canceled) {
-			log.Print("interrupted")
-			return 130
-		}
-		log.Print(err)
-		return 1
-	}
-	return 0
+	return o, nil
 }
 
 func runBench(ctx context.Context, o options) error {
-	root, err := harness.ModuleRoot(".")
+	run, err := harness.NewRunDir(".", "tiers", time.Now())
 	if err != nil {
 		return err
 	}
-	stamp := time.Now().UTC().Format("20060102-150405")
-	outDir := filepath.Join(root, "bench", "out", "tiers-"+stamp)
-	if err := os.MkdirAll(outDir, 0o755); err != nil {
-		return err
-	}
-	binDir := filepath.Join(root, "bench", ".bin")
+	root, binDir, outDir := run.Root, run.BinDir, run.Dir
 
 	instances := max(1, (o.series+seriesPerGrp*o.models/2)/(seriesPerGrp*o.models))
 	end := time.Now().UTC().Truncate(5 * time.Minute)
@@ -165,10 +135,9 @@ func runBench(ctx context.Context, o options) error {
 
 	md := rep.markdown()
 	fmt.Println(md)
-	mdPath := filepath.Join(root, "bench", "out", "tiers-"+stamp+".md")
-	if err := os.WriteFile(mdPath, []byte(md), 0o644); err != nil {
+	if err := os.WriteFile(run.Report, []byte(md), 0o644); err != nil {
 		return err
 	}
-	log.Printf("report written to %s", mdPath)
+	log.Printf("report written to %s", run.Report)
 	return nil
 }

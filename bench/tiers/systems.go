@@ -68,9 +68,9 @@ var systems = []system{
 	},
 	{
 		name:  "victoriametrics",
-		title: "VictoriaMetrics " + victoriaMetricsVersion,
-		build: func(ctx context.Context, _, binDir string, log io.Writer) (bins, error) {
-			bin, err := harness.GoInstall(ctx, binDir, "github.com/VictoriaMetrics/VictoriaMetrics/app/victoria-metrics", victoriaMetricsVersion, log)
+		title: harness.VictoriaMetrics.Title,
+		build: func(ctx context.Context, root, binDir string, log io.Writer) (bins, error) {
+			bin, err := harness.VictoriaMetrics.Build(ctx, root, binDir, log)
 			return bins{main: bin}, err
 		},
 		args: func(_ bins, dataDir, _, addr string) ([]string, error) {
@@ -91,13 +91,13 @@ var systems = []system{
 	},
 	{
 		name:  "prometheus",
-		title: "Prometheus " + prometheusVersion,
-		build: func(ctx context.Context, _, binDir string, log io.Writer) (bins, error) {
-			bin, err := harness.GoInstall(ctx, binDir, "github.com/prometheus/prometheus/cmd/prometheus", prometheusVersion, log)
+		title: harness.Prometheus.Title,
+		build: func(ctx context.Context, root, binDir string, log io.Writer) (bins, error) {
+			bin, err := harness.Prometheus.Build(ctx, root, binDir, log)
 			if err != nil {
 				return bins{}, err
 			}
-			tool, err := harness.GoInstall(ctx, binDir, "github.com/prometheus/prometheus/cmd/promtool", prometheusVersion, log)
+			tool, err := harness.GoInstall(ctx, binDir, "github.com/prometheus/prometheus/cmd/promtool", harness.PrometheusVersion, log)
 			return bins{main: bin, promtool: tool}, err
 		},
 		args: func(_ bins, dataDir, outDir, addr string) ([]string, error) {
@@ -225,7 +225,7 @@ func runSystem(ctx context.Context, sys system, b bins, cfg genConfig, o options
 		res.tierStats, _ = applianceTiers(ctx, base)
 	}
 	t0 = time.Now()
-	if err := p.Stop(2 * time.Minute); err != nil {
+	if err := p.Stop(harness.StopGrace); err != nil {
 		log.Printf("%s: stop: %v", sys.title, err)
 	}
 	phase("stop", t0, "")
