@@ -330,18 +330,22 @@ func (d *Downsampler) target(t storage.Tier) int64 {
 func (d *Downsampler) advance(ctx context.Context, t storage.Tier) error {
 	target := d.target(t)
 	spanMs := max(d.span(t), t.Resolution().Milliseconds())
+	if t == storage.Tier1m && d.wm[t] < target {
+		// Announce the whole read before making raw searchable, once
+		// per pass: a commit below target either is seen by the reads
+		// or is reported late (see storage.DB.SetLateHorizon). A flush
+		// per span made a fresh start, which walks the raw retention's
+		// empty windows span by span, flush VictoriaMetrics a thousand
+		// times (bench/ingest -short, appliance alone: 10.6 -> 8.5 CPU
+		// seconds per million samples, peak RSS 757 -> 569 MiB).
+		d.store.SetLateHorizon(time.UnixMilli(target))
+		d.store.Flush()
+	}
 	for d.wm[t] < target {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		end := min(d.wm[t]+spanMs, target)
-		if t == storage.Tier1m {
-			// Announce the read before making raw searchable, so a
-			// commit into this span either is seen by the read or is
-			// reported late (see storage.DB.SetLateHorizon).
-			d.store.SetLateHorizon(time.UnixMilli(end))
-			d.store.Flush()
-		}
 		if err := d.rollup(ctx, t, d.wm[t], end); err != nil {
 			// Too many samples for one call (storage's
 			// MaxSamplesPerQuery): halve the span down to one window.
