@@ -46,7 +46,7 @@ var RulePackNames = []string{"vllm", "tgi", "triton", "sglang", "fastapi", "gpu"
 var unsupportedSections = []string{"slos", "reports", "remote_write"}
 
 // sections are the keys the top level accepts, for suggestions.
-var sections = []string{"global", "storage", "query", "scrape_configs", "scrape_config_files", "rule_files", "rule_packs", "web", "alerting", "probes", "collectors", "autodetect"}
+var sections = []string{"global", "storage", "query", "scrape_configs", "scrape_config_files", "rule_files", "rule_packs", "web", "alerting", "probes", "collectors", "autodetect", "ui"}
 
 // patRulePath is Prometheus' check of rule_files and scrape_config_files
 // patterns: a glob may only appear in the last path element.
@@ -67,6 +67,7 @@ type Config struct {
 	Probes            []*ProbeConfig             `yaml:"probes,omitempty"`
 	Collectors        CollectorsConfig           `yaml:"collectors,omitempty"`
 	Autodetect        AutodetectConfig           `yaml:"autodetect,omitempty"`
+	UI                UIConfig                   `yaml:"ui,omitempty"`
 
 	file string // as given to Load; "" for the embedded default
 	raw  []byte // the file as read
@@ -228,6 +229,8 @@ func (l *loader) load(data []byte) *Config {
 			l.decode(v, &cfg.Collectors)
 		case "autodetect":
 			l.decode(v, &cfg.Autodetect)
+		case "ui":
+			l.decode(v, &cfg.UI)
 		default:
 			if slices.Contains(unsupportedSections, k.Value) {
 				l.errorf(k.Line, "%s: not supported by this version yet", k.Value)
@@ -418,6 +421,7 @@ func (c *Config) setDirectory(dir string) {
 	if c.Web.TLSServerConfig != nil {
 		c.Web.TLSServerConfig.setDirectory(dir)
 	}
+	c.UI.setDirectory(dir)
 }
 
 // String returns the configuration as YAML with every secret (passwords,

@@ -21,6 +21,8 @@ import (
 	"github.com/prometheus/prometheus/promql"
 	"github.com/prometheus/prometheus/storage"
 	apiv1 "github.com/prometheus/prometheus/web/api/v1"
+
+	"github.com/aiserve/appliance/ui/dashboard"
 )
 
 // Storage is what the HTTP layer needs of the time-series store.
@@ -83,6 +85,12 @@ type Options struct {
 	TLS *tls.Config
 	// MaxRequestBodyBytes bounds ingest bodies (default 32 MiB).
 	MaxRequestBodyBytes int64
+
+	// DashboardsDir holds user dashboards (ui.dashboards_dir); "" for none.
+	DashboardsDir string
+	// ProbeTargets lists the probes, so that services name theirs; nil
+	// for none.
+	ProbeTargets func() []dashboard.ProbeTarget
 }
 
 // DefaultMaxRequestBodyBytes bounds ingest request bodies when Options
@@ -99,6 +107,7 @@ type Server struct {
 	ready    atomic.Bool
 	listener net.Listener
 	started  time.Time
+	catalog  *dashboard.Catalog
 }
 
 // New builds the server and binds its listener, so a port in use is an
@@ -120,7 +129,10 @@ func New(opts Options) (*Server, error) {
 		opts.Registerer = prometheus.NewRegistry()
 	}
 	s := &Server{opts: opts, logger: opts.Logger, started: time.Now()}
-	s.echo = s.routes()
+	var err error
+	if s.echo, err = s.routes(); err != nil {
+		return nil, err
+	}
 	if opts.ListenAddress != "" {
 		ln, err := net.Listen("tcp", opts.ListenAddress)
 		if err != nil {
@@ -177,7 +189,7 @@ func (s *Server) Run(ctx context.Context) error {
 	return nil
 }
 
-func (s *Server) routes() *echo.Echo {
+func (s *Server) routes() (*echo.Echo, error) {
 	e := echo.New()
 	e.HideBanner = true
 	e.HidePort = true
@@ -216,6 +228,9 @@ func (s *Server) routes() *echo.Echo {
 	e.GET("/debug/pprof/trace", echo.WrapHandler(http.HandlerFunc(pprof.Trace)))
 
 	s.mountPrometheusAPI(e)
+	if err := s.mountApplianceAPI(e); err != nil {
+		return nil, err
+	}
 	for prefix, h := range s.opts.Handlers {
 		if strings.HasSuffix(prefix, "/") {
 			e.Any(prefix+"*", echo.WrapHandler(h))
@@ -223,7 +238,7 @@ func (s *Server) routes() *echo.Echo {
 			e.Any(prefix, echo.WrapHandler(h))
 		}
 	}
-	return e
+	return e, nil
 }
 
 // errorHandler answers echo's own errors (404, 405, 413) in plain text
