@@ -84,6 +84,9 @@ type Engine struct {
 	ModelLabel string `yaml:"model_label"`
 	// Identify lists the metrics whose series are the engine's services.
 	Identify []string `yaml:"identify"`
+	// NotIf lists metrics whose presence in a job keeps the job from being
+	// a service of this engine (generic: hardware exporters).
+	NotIf []string `yaml:"not_if"`
 	// Metrics maps a key to candidate names, first existing one wins.
 	Metrics map[string][]string `yaml:"metrics"`
 }

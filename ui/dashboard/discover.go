@@ -150,7 +150,12 @@ func (c *Catalog) Discover(ctx context.Context, q storage.Queryable, mint, maxt 
 			claimed[j] = true
 		}
 	}
-	if _, ok := c.Engines.Engines["generic"]; ok {
+	if g, ok := c.Engines.Engines["generic"]; ok {
+		for _, m := range g.NotIf {
+			if err := series(m, func(ls labels.Labels) { claimed[ls.Get("job")] = true }); err != nil {
+				return nil, err
+			}
+		}
 		err := series("up", func(ls labels.Labels) {
 			job := ls.Get("job")
 			if job == "" || claimed[job] || self[job] {

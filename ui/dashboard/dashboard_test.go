@@ -1,0 +1,95 @@
+package dashboard
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestVLLMVersionsFillTTFTAndTPOT: the 0.11 and 0.12 fixtures both fill
+// the TTFT and TPOT panels, each with its own version's TPOT name (the
+// fixture test runs the queries).
+func TestVLLMVersionsFillTTFTAndTPOT(t *testing.T) {
+	cat, err := NewCatalog()
+	require.NoError(t, err)
+	for _, c := range []struct{ file, tpot string }{
+		{"vllm.prom", "vllm:time_per_output_token_seconds_bucket"},
+		{"vllm-qwen-0.12.prom", "vllm:request_time_per_output_token_seconds_bucket"},
+	} {
+		t.Run(c.file, func(t *testing.T) {
+			s := openStore(t)
+			s.loadFixture(t, fixture(c.file), "vllm", "127.0.0.1:8000")
+			inv, err := cat.Discover(context.Background(), s.db, s.start.UnixMilli(), s.end.UnixMilli(), nil)
+			require.NoError(t, err)
+			exprs := map[string][]string{}
+			for _, def := range cat.Embedded() {
+				d := cat.Resolve(def, inv, Filter{})
+				for _, r := range d.Rows {
+					for _, p := range r.Panels {
+						for _, q := range p.Queries {
+							exprs[d.ID+"/"+p.ID] = append(exprs[d.ID+"/"+p.ID], q.Expr)
+						}
+					}
+				}
+			}
+			require.Contains(t, strings.Join(exprs["model/ttft"], "\n"), "vllm:time_to_first_token_seconds_bucket")
+			require.Contains(t, strings.Join(exprs["model/tpot"], "\n"), c.tpot)
+			require.Contains(t, strings.Join(exprs["model/tpot_heatmap"], "\n"), c.tpot)
+			ov := strings.Join(exprs["overview/ttft_tpot_p95"], "\n")
+			require.Contains(t, ov, "vllm:time_to_first_token_seconds_bucket")
+			require.Contains(t, ov, c.tpot)
+		})
+	}
+}
+
+// TestUserDashboards: a user directory adds dashboards (YAML or JSON);
+// each bad file is an error naming it, and the others still load.
+func TestUserDashboards(t *testing.T) {
+	cat, err := NewCatalog()
+	require.NoError(t, err)
+	dir := t.TempDir()
+	write := func(name, body string) {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644))
+	}
+	write("a.json", `{"id": "gpus", "title": "GPUs", "rows": [{"id": "r", "title": "R", "panels": [
+		{"id": "t", "title": "Temp", "kind": "timeseries", "unit": "celsius", "queries": [{"expr": "max({{gpu.temp}})", "legend": "max"}]}]}]}`)
+	write("b.yaml", "id: b\ntitle: B\nrows: [\n")                                                                                                           // not YAML
+	write("c.yaml", "id: c\ntitle: C\ncolour: red\nrows: []\n")                                                                                             // unknown key
+	write("d.yaml", "id: d\ntitle: D\nrows: [{id: r, title: R, panels: [{id: p, title: P, kind: timeseries, unit: s, queries: [{expr: 'x{{nope}}'}]}]}]\n") // key not in engines.yaml
+	write("e.yaml", "id: overview\ntitle: Mine\nrows: [{id: r, title: R, panels: [{id: p, title: P, kind: stat, unit: s, queries: [{expr: 'up'}]}]}]\n")    // id taken
+	write("f.yaml", "id: f\ntitle: F\nrows: [{id: r, title: R, panels: [{id: p, title: P, kind: pie, unit: s, queries: [{expr: 'up'}]}]}]\n")               // bad kind
+	write("notes.txt", "ignored")
+
+	defs, errs := cat.WithDir(dir)
+	var ids []string
+	for _, d := range defs {
+		ids = append(ids, d.ID+"="+d.Source)
+	}
+	require.Equal(t, []string{"overview=embedded", "model=embedded", "probes=embedded", "hardware=embedded", "gpus=" + filepath.Join(dir, "a.json")}, ids)
+	require.Len(t, errs, 5)
+	for i, name := range []string{"b.yaml", "c.yaml", "d.yaml", "e.yaml", "f.yaml"} {
+		require.Contains(t, errs[i].Error(), filepath.Join(dir, name))
+	}
+	require.Contains(t, errs[1].Error(), "colour")
+	require.Contains(t, errs[2].Error(), "{{nope}}")
+	require.Contains(t, errs[3].Error(), `"overview" is already taken`)
+	require.Contains(t, errs[4].Error(), `kind "pie"`)
+
+	_, errs = cat.WithDir(filepath.Join(dir, "missing"))
+	require.Len(t, errs, 1)
+	require.Contains(t, errs[0].Error(), "ui.dashboards_dir")
+}
+
+// TestEmbeddedKeysDefined: every key of the embedded dashboards is in
+// engines.yaml (NewCatalog checks), and every by_engine list names a
+// model-server engine.
+func TestEmbeddedKeysDefined(t *testing.T) {
+	cat, err := NewCatalog()
+	require.NoError(t, err)
+	require.Len(t, cat.Embedded(), 4)
+	require.Equal(t, []string{"vllm", "sglang", "tgi", "triton", "fastapi", "generic", "probe", "gpu", "host", "appliance"}, cat.Engines.Order)
+}
