@@ -12,7 +12,9 @@ import (
 )
 
 // cmdDemo starts a simulated vLLM fleet on localhost and the appliance
-// scraping it, so a newcomer sees real-looking data within a minute.
+// scraping, probing and alerting on it (demo.ShowcaseConfig), so a
+// newcomer sees real-looking data within a minute and an alert within
+// minutes of POST /demo/control {"slow": 3}.
 func cmdDemo(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -43,6 +45,24 @@ func cmdDemo(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "appliance demo:", err)
 		return 1
 	}
+	demo.SetShowcaseDelays(fleet)
+	sidecar, err := demo.NewSidecar(demo.SidecarOptions{Addr: "127.0.0.1:0", Fleet: fleet, Logger: logger.With("component", "demo")})
+	if err != nil {
+		fleet.Close()
+		fmt.Fprintln(stderr, "appliance demo:", err)
+		return 1
+	}
+	rulesDir, err := os.MkdirTemp("", "appliance-demo-rules-")
+	if err != nil {
+		fmt.Fprintln(stderr, "appliance demo:", err)
+		return 1
+	}
+	defer os.RemoveAll(rulesDir)
+	rulesFile, err := demo.WriteShowcaseRules(rulesDir)
+	if err != nil {
+		fmt.Fprintln(stderr, "appliance demo:", err)
+		return 1
+	}
 
 	if f.data == "" {
 		dir, err := os.MkdirTemp("", "appliance-demo-")
@@ -57,7 +77,15 @@ func cmdDemo(args []string, stdout, stderr io.Writer) int {
 	if listen == "" {
 		listen = ":9090"
 	}
-	cfg, err := config.Load([]byte(demoConfig(listen, fleet.Targets())), "demo.yml")
+	// --listen 127.0.0.1:0 picks a free port (the demo scrapes itself).
+	if listen, err = demo.FreeListen(listen); err != nil {
+		fmt.Fprintln(stderr, "appliance demo:", err)
+		return 2
+	}
+	f.listen = listen
+	cfg, err := config.Load([]byte(demo.ShowcaseConfig(demo.ShowcaseOptions{
+		Listen: listen, Fleet: fleet, Sidecar: sidecar, RulesFile: rulesFile,
+	})), "demo.yml")
 	if err != nil {
 		fmt.Fprintln(stderr, "appliance demo: generated config:", err)
 		return 1
@@ -69,27 +97,16 @@ func cmdDemo(args []string, stdout, stderr io.Writer) int {
 		logger.Error("cannot start", "err", err)
 		return 1
 	}
-	app.extra = append(app.extra, actor{name: "demo fleet", run: fleet.Run})
+	app.extra = append(app.extra, actor{name: "demo fleet", run: fleet.Run}, actor{name: "demo sidecar", run: sidecar.Run})
 	fmt.Fprintf(stdout, "demo: %d simulated vLLM instances at %s\n", len(fleet.Targets()), strings.Join(fleet.Targets(), ", "))
+	fmt.Fprintf(stdout, "demo: simulated GPU at http://%s/metrics, alerts logged by %s\n", sidecar.Addr(), sidecar.ReceiverURL())
 	fmt.Fprintf(stdout, "demo: appliance on http://%s  (try /api/v1/query?query=up)\n", localURLHost(listen))
+	fmt.Fprintf(stdout, "demo: slow an instance down: curl -d '{\"slow\": 3}' http://%s/demo/control\n", fleet.Targets()[0])
 	if err := app.run(); err != nil {
 		logger.Error("stopped with an error", "err", err)
 		return 1
 	}
 	return 0
-}
-
-// demoConfig scrapes the appliance itself and the fleet every 5 seconds.
-func demoConfig(listen string, targets []string) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "global:\n  scrape_interval: 5s\n  scrape_timeout: 5s\n")
-	fmt.Fprintf(&b, "scrape_configs:\n")
-	fmt.Fprintf(&b, "  - job_name: appliance\n    static_configs:\n      - targets: [%q]\n", localURLHost(listen))
-	fmt.Fprintf(&b, "  - job_name: vllm\n    static_configs:\n      - targets:\n")
-	for _, t := range targets {
-		fmt.Fprintf(&b, "          - %q\n", t)
-	}
-	return b.String()
 }
 
 // localURLHost turns a listen address such as ":9090" into "localhost:9090".
