@@ -208,7 +208,6 @@ func (a countingAppender) Commit() error {
 	return err
 }
 
-
 // loadLocal runs the appliance's own readings (package scrape/local): the
 // host's real /proc, a /sys tree with one thermal zone and one hwmon
 // sensor, and an nvidia-smi that prints the fixture's query row. Its clock
