@@ -38,6 +38,20 @@
 // The same controls are methods: Instance.SetSlow, SetDown, Restart,
 // SetStreamDelays, and Fleet.SetAllSlow.
 //
+// # Showcase
+//
+// `appliance demo` runs the fleet as a showcase (showcase.go): a Sidecar
+// on a free port serves one simulated NVIDIA GPU in DCGM exporter's names
+// (busier and hotter as instances are slowed) and a webhook receiver that
+// logs each alert it would send; ShowcaseConfig scrapes the fleet, the GPU
+// and the appliance every 5 s, turns on the rule packs vllm, targets, gpu
+// and probes plus the demo's own fast rule (ShowcaseRules, DemoProbeSlow),
+// runs an llm probe against each instance with fixed stream delays well
+// under its thresholds, and routes alerts to the logging receiver. POST
+// /demo/control {"slow": 3} on an instance then puts its probe's TTFT
+// above the threshold at the next run (amber) and fires DemoProbeSlow
+// (P1, red) about 30 s later; the probes pack follows within minutes.
+//
 // # Simulation
 //
 // No goroutine runs per instance. The state advances lazily, under the
