@@ -63,12 +63,19 @@ type PanelDef struct {
 	Queries     []Query            `yaml:"queries"`
 	ByEngine    map[string][]Query `yaml:"by_engine"`
 	Thresholds  []Threshold        `yaml:"thresholds"`
+	// Keep shows the panel even when its metrics are not stored yet,
+	// under their first names (for counts that are 0 until something
+	// happens, such as firing alerts).
+	Keep bool `yaml:"keep"`
 }
 
 // Query is one PromQL expression of a panel.
 type Query struct {
 	Expr   string `yaml:"expr" json:"expr"`
 	Legend string `yaml:"legend" json:"legend"`
+	// When limits the query to rows whose service has probes ("probes")
+	// or has none ("no_probes"); "" is always.
+	When string `yaml:"when,omitempty" json:"-"`
 }
 
 // Threshold is a line or colour step of a panel.
@@ -269,6 +276,9 @@ func (c *Catalog) check(d *Definition) error {
 				for _, q := range qs {
 					if strings.TrimSpace(q.Expr) == "" {
 						errs = append(errs, fmt.Errorf("%s: empty expr", where))
+					}
+					if q.When != "" && q.When != "probes" && q.When != "no_probes" {
+						errs = append(errs, fmt.Errorf("%s: when %q: want probes or no_probes", where, q.When))
 					}
 					for _, m := range keyRe.FindAllStringSubmatch(q.Expr, -1) {
 						if err := c.checkKey(d.Scope, engine, m[1]); err != nil {

@@ -386,7 +386,7 @@ var recogniserCases = []recogniserCase{
 		},
 		probes: []ProbeTarget{{Name: "chat", URL: "http://localhost:8000/v1/chat/completions", Model: "llama-3.1-8b-q4"}},
 		want: map[string][]string{
-			"overview":                   join(panels("vllm:llama-3.1-8b-q4", "probe_availability", "probe_latency", "requests_rate", "error_ratio", "e2e_quantiles", "e2e_gap", "e2e_gap_ratio", "ttft_tpot_p95", "queue_length", "gpu_util", "gpu_memory", "targets_down")),
+			"overview":                   join(panels("vllm:llama-3.1-8b-q4", "probe_availability", "probe_latency", "requests_rate", "error_ratio", "e2e_quantiles", "e2e_gap", "e2e_gap_ratio", "ttft_tpot_p95", "queue_length", "gpu_util", "gpu_memory", "alerts_firing", "targets_down")),
 			"model vllm/llama-3.1-8b-q4": join(panels("latency", "ttft", "tpot", "itl", "e2e", "queue_time", "phases"), panels("load", "running_waiting", "kv_cache", "tokens_rate"), panels("outcomes", "finish_reasons", "preemptions", "prefix_cache_hit_ratio"), panels("heatmaps", "ttft_heatmap", "tpot_heatmap", "itl_heatmap", "e2e_heatmap", "queue_time_heatmap")),
 			"probes":                     join(panels("probes", "availability", "failures", "e2e", "ttft", "tpot", "http_phases", "http_status", "cert_expiry")),
 			"hardware":                   join(panels("gpu", "gpu_util", "gpu_memory", "gpu_temp", "gpu_power", "gpu_clocks", "gpu_throttle")),
@@ -397,7 +397,7 @@ var recogniserCases = []recogniserCase{
 		load: func(t *testing.T, s *store) { s.loadFixture(t, fixture("vllm.prom"), "vllm", "127.0.0.1:8000") },
 		want: map[string][]string{
 			"model vllm/llama-3.1-8b-q4": join(panels("latency", "ttft", "tpot", "itl", "e2e", "queue_time", "phases"), panels("load", "running_waiting", "kv_cache", "tokens_rate"), panels("outcomes", "finish_reasons", "preemptions", "prefix_cache_hit_ratio"), panels("heatmaps", "ttft_heatmap", "tpot_heatmap", "itl_heatmap", "e2e_heatmap", "queue_time_heatmap")),
-			"overview":                   join(panels("vllm:llama-3.1-8b-q4", "requests_rate", "error_ratio", "e2e_quantiles", "e2e_gap", "e2e_gap_ratio", "ttft_tpot_p95", "queue_length", "targets_down")),
+			"overview":                   join(panels("vllm:llama-3.1-8b-q4", "requests_rate", "error_ratio", "e2e_quantiles", "e2e_gap", "e2e_gap_ratio", "ttft_tpot_p95", "queue_length", "alerts_firing", "targets_down")),
 		},
 	},
 	{
@@ -407,7 +407,7 @@ var recogniserCases = []recogniserCase{
 		},
 		want: map[string][]string{
 			"model vllm/qwen2.5-7b-instruct": join(panels("latency", "ttft", "tpot", "itl", "e2e", "queue_time", "phases"), panels("load", "running_waiting", "kv_cache", "tokens_rate"), panels("outcomes", "finish_reasons", "preemptions", "prefix_cache_hit_ratio"), panels("heatmaps", "ttft_heatmap", "tpot_heatmap", "itl_heatmap", "e2e_heatmap", "queue_time_heatmap")),
-			"overview":                       join(panels("vllm:qwen2.5-7b-instruct", "requests_rate", "error_ratio", "e2e_quantiles", "e2e_gap", "e2e_gap_ratio", "ttft_tpot_p95", "queue_length", "targets_down")),
+			"overview":                       join(panels("vllm:qwen2.5-7b-instruct", "requests_rate", "error_ratio", "e2e_quantiles", "e2e_gap", "e2e_gap_ratio", "ttft_tpot_p95", "queue_length", "alerts_firing", "targets_down")),
 		},
 	},
 	{
@@ -415,7 +415,7 @@ var recogniserCases = []recogniserCase{
 		load: func(t *testing.T, s *store) { s.loadFixture(t, fixture("vllm-idle.prom"), "vllm", "127.0.0.1:8000") },
 		want: map[string][]string{
 			"model vllm/llama-3.1-8b-q4": join(panels("latency", "ttft", "tpot", "itl", "e2e", "queue_time", "phases"), panels("load", "running_waiting", "kv_cache", "tokens_rate"), panels("outcomes", "finish_reasons", "preemptions", "prefix_cache_hit_ratio"), panels("heatmaps", "ttft_heatmap", "tpot_heatmap", "itl_heatmap", "e2e_heatmap", "queue_time_heatmap")),
-			"overview":                   join(panels("vllm:llama-3.1-8b-q4", "requests_rate", "e2e_quantiles", "e2e_gap", "e2e_gap_ratio", "ttft_tpot_p95", "queue_length", "targets_down")),
+			"overview":                   join(panels("vllm:llama-3.1-8b-q4", "requests_rate", "e2e_quantiles", "e2e_gap", "e2e_gap_ratio", "ttft_tpot_p95", "queue_length", "alerts_firing", "targets_down")),
 		},
 		empty: []string{"*"},
 	},
@@ -424,7 +424,7 @@ var recogniserCases = []recogniserCase{
 		load: func(t *testing.T, s *store) { s.loadFixture(t, fixture("tgi.prom"), "tgi", "127.0.0.1:3000") },
 		want: map[string][]string{
 			"model tgi": join(panels("latency", "tpot", "e2e", "queue_time", "phases"), panels("load", "running_waiting", "tokens_rate"), panels("outcomes", "finish_reasons"), panels("heatmaps", "tpot_heatmap", "e2e_heatmap", "queue_time_heatmap")),
-			"overview":  join(panels("tgi", "requests_rate", "error_ratio", "e2e_quantiles", "e2e_gap", "e2e_gap_ratio", "ttft_tpot_p95", "queue_length", "targets_down")),
+			"overview":  join(panels("tgi", "requests_rate", "error_ratio", "e2e_quantiles", "e2e_gap", "e2e_gap_ratio", "ttft_tpot_p95", "queue_length", "alerts_firing", "targets_down")),
 		},
 	},
 	{
@@ -434,7 +434,7 @@ var recogniserCases = []recogniserCase{
 			"hardware":                       join(panels("gpu", "gpu_util", "gpu_memory", "gpu_power")),
 			"model triton/bge-small-en-v1.5": join(panels("latency", "ttft", "e2e", "queue_time", "phases"), panels("load", "running_waiting"), panels("outcomes", "finish_reasons"), panels("heatmaps", "ttft_heatmap")),
 			"model triton/llama-3.1-8b-q4":   join(panels("latency", "ttft", "e2e", "queue_time", "phases"), panels("load", "running_waiting"), panels("outcomes", "finish_reasons"), panels("heatmaps", "ttft_heatmap")),
-			"overview":                       join(panels("triton:bge-small-en-v1.5", "requests_rate", "error_ratio", "e2e_quantiles", "ttft_tpot_p95", "queue_length", "gpu_util", "gpu_memory", "targets_down"), panels("triton:llama-3.1-8b-q4", "requests_rate", "error_ratio", "e2e_quantiles", "ttft_tpot_p95", "queue_length", "gpu_util", "gpu_memory", "targets_down")),
+			"overview":                       join(panels("triton:bge-small-en-v1.5", "requests_rate", "error_ratio", "e2e_quantiles", "ttft_tpot_p95", "queue_length", "gpu_util", "gpu_memory", "alerts_firing", "targets_down"), panels("triton:llama-3.1-8b-q4", "requests_rate", "error_ratio", "e2e_quantiles", "ttft_tpot_p95", "queue_length", "gpu_util", "gpu_memory", "alerts_firing", "targets_down")),
 		},
 	},
 	{
@@ -442,7 +442,7 @@ var recogniserCases = []recogniserCase{
 		load: func(t *testing.T, s *store) { s.loadFixture(t, fixture("sglang.prom"), "sglang", "127.0.0.1:30000") },
 		want: map[string][]string{
 			"model sglang/qwen2.5-7b-instruct": join(panels("latency", "ttft", "itl", "e2e"), panels("load", "running_waiting", "kv_cache", "tokens_rate"), panels("outcomes", "finish_reasons", "prefix_cache_hit_ratio"), panels("heatmaps", "ttft_heatmap", "itl_heatmap", "e2e_heatmap")),
-			"overview":                         join(panels("sglang:qwen2.5-7b-instruct", "requests_rate", "error_ratio", "e2e_quantiles", "e2e_gap", "e2e_gap_ratio", "ttft_tpot_p95", "queue_length", "targets_down")),
+			"overview":                         join(panels("sglang:qwen2.5-7b-instruct", "requests_rate", "error_ratio", "e2e_quantiles", "e2e_gap", "e2e_gap_ratio", "ttft_tpot_p95", "queue_length", "alerts_firing", "targets_down")),
 		},
 	},
 	{
@@ -451,7 +451,7 @@ var recogniserCases = []recogniserCase{
 		want: map[string][]string{
 			"model fastapi/bge-m3":          join(panels("latency", "e2e"), panels("load", "running_waiting", "tokens_rate"), panels("outcomes", "finish_reasons"), panels("heatmaps", "e2e_heatmap")),
 			"model fastapi/llama-3.1-8b-q4": join(panels("latency", "e2e"), panels("load", "running_waiting", "tokens_rate"), panels("outcomes", "finish_reasons"), panels("heatmaps", "e2e_heatmap")),
-			"overview":                      join(panels("fastapi:bge-m3", "requests_rate", "error_ratio", "e2e_quantiles", "e2e_gap", "e2e_gap_ratio", "targets_down"), panels("fastapi:llama-3.1-8b-q4", "requests_rate", "error_ratio", "e2e_quantiles", "e2e_gap", "e2e_gap_ratio", "targets_down")),
+			"overview":                      join(panels("fastapi:bge-m3", "requests_rate", "error_ratio", "e2e_quantiles", "e2e_gap", "e2e_gap_ratio", "alerts_firing", "targets_down"), panels("fastapi:llama-3.1-8b-q4", "requests_rate", "error_ratio", "e2e_quantiles", "e2e_gap", "e2e_gap_ratio", "alerts_firing", "targets_down")),
 		},
 		empty: []string{"model fastapi/bge-m3/tokens_rate"},
 	},
@@ -462,7 +462,7 @@ var recogniserCases = []recogniserCase{
 		},
 		want: map[string][]string{
 			"hardware": join(panels("gpu", "gpu_util", "gpu_memory", "gpu_temp", "gpu_power", "gpu_clocks", "gpu_throttle")),
-			"overview": join(panels("box", "gpu_util", "gpu_memory", "targets_down")),
+			"overview": join(panels("box", "gpu_util", "gpu_memory", "alerts_firing", "targets_down")),
 		},
 	},
 	{
@@ -470,14 +470,14 @@ var recogniserCases = []recogniserCase{
 		load: func(t *testing.T, s *store) { s.loadLocal(t) },
 		want: map[string][]string{
 			"hardware": join(panels("gpu", "gpu_util", "gpu_memory", "gpu_temp", "gpu_power", "gpu_clocks", "gpu_throttle"), panels("host", "host_cpu", "host_memory", "host_load", "host_disk", "host_disk_io", "host_network", "host_temp")),
-			"overview": join(panels("box", "gpu_util", "gpu_memory")),
+			"overview": join(panels("box", "gpu_util", "gpu_memory", "alerts_firing")),
 		},
 	},
 	{
 		name: "probes",
 		load: func(t *testing.T, s *store) { s.loadProbe(t, "chat") },
 		want: map[string][]string{
-			"overview": join(panels("box", "probe_availability", "probe_latency")),
+			"overview": join(panels("box", "probe_availability", "probe_latency", "alerts_firing")),
 			"probes":   join(panels("probes", "availability", "failures", "e2e", "ttft", "tpot", "http_phases", "http_status", "cert_expiry")),
 		},
 	},

@@ -142,7 +142,11 @@ func (c *Catalog) panels(defs []PanelDef, inv *Inventory, s *Service, probes []s
 		}
 		var resolved []Query
 		for _, q := range qs {
-			expr, ok := c.expr(q.Expr, inv, engine, s, probes)
+			hasProbes := len(probes) > 0
+			if (q.When == "probes" && !hasProbes) || (q.When == "no_probes" && hasProbes) {
+				continue
+			}
+			expr, ok := c.expr(q.Expr, inv, engine, s, probes, pd.Keep)
 			if ok {
 				resolved = append(resolved, Query{Expr: expr, Legend: q.Legend})
 			}
@@ -160,7 +164,7 @@ func (c *Catalog) panels(defs []PanelDef, inv *Inventory, s *Service, probes []s
 
 // expr fills in metric keys and the server's placeholders; false when a
 // key has no stored name or the query needs what the page lacks.
-func (c *Catalog) expr(expr string, inv *Inventory, engine string, s *Service, probes []string) (string, bool) {
+func (c *Catalog) expr(expr string, inv *Inventory, engine string, s *Service, probes []string, keep bool) (string, bool) {
 	ok := true
 	expr = keyRe.ReplaceAllStringFunc(expr, func(m string) string {
 		key := m[2 : len(m)-2]
@@ -177,6 +181,9 @@ func (c *Catalog) expr(expr string, inv *Inventory, engine string, s *Service, p
 			if inv.Has(cand) {
 				return cand
 			}
+		}
+		if keep && len(e.Metrics[name]) > 0 {
+			return e.Metrics[name][0]
 		}
 		ok = false
 		return m
