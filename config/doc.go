@@ -30,6 +30,8 @@
 //	  basic_auth_users: {admin: <bcrypt hash>}
 //	  tls_server_config: {cert_file: ..., key_file: ..., client_ca_file: ..., client_auth_type: ...}
 //	  max_request_body_bytes: 32MiB   # remote write and import bodies
+//	ui:
+//	  dashboards_dir: dashboards  # user dashboards (YAML/JSON), relative to this file (ui.go)
 //
 // The sections alerting (alerting.go), probes (probes.go), collectors and
 // autodetect (collectors.go) are defined in their own files. The sections
