@@ -93,3 +93,67 @@ func TestEmbeddedKeysDefined(t *testing.T) {
 	require.Len(t, cat.Embedded(), 4)
 	require.Equal(t, []string{"vllm", "sglang", "tgi", "triton", "fastapi", "generic", "probe", "gpu", "host", "appliance"}, cat.Engines.Order)
 }
+
+// TestProbeMatching: a probe belongs to a service when its URL's host and
+// port are one of the service's instances (localhost and 127.0.0.1 alike)
+// and, when both name a model, the models agree.
+func TestProbeMatching(t *testing.T) {
+	s := &Service{Job: "vllm", Model: "llama", Instances: []string{"127.0.0.1:8000", "gpu-box:443"}}
+	for _, c := range []struct {
+		p    ProbeTarget
+		want bool
+	}{
+		{ProbeTarget{URL: "http://127.0.0.1:8000/v1/chat/completions", Model: "llama"}, true},
+		{ProbeTarget{URL: "http://localhost:8000/v1/completions"}, true},
+		{ProbeTarget{URL: "http://127.0.0.1:8000/v1/chat/completions", Model: "qwen"}, false},
+		{ProbeTarget{URL: "http://127.0.0.1:8001/v1/chat/completions"}, false},
+		{ProbeTarget{URL: "https://GPU-BOX/health"}, true},
+		{ProbeTarget{URL: "http://gpu-box/health"}, false},
+		{ProbeTarget{URL: "::not a url"}, false},
+	} {
+		require.Equal(t, c.want, s.matches(c.p), "%+v", c.p)
+	}
+}
+
+// TestResolveFilters: the overview keeps the services the page names, the
+// model page shows the one it names, and $probes narrows the probes page.
+func TestResolveFilters(t *testing.T) {
+	cat, err := NewCatalog()
+	require.NoError(t, err)
+	inv := &Inventory{
+		Names: map[string]bool{"vllm:num_requests_waiting": true, "up": true, "probe_success": true, "vllm:e2e_request_latency_seconds_bucket": true},
+		Services: []*Service{
+			{Job: "vllm", Model: "a", Engine: "vllm", ModelLabel: "model_name", Instances: []string{"h:1"}, Probes: []string{"pa"}, Selector: `job="vllm",model_name="a"`},
+			{Job: "vllm", Model: "b", Engine: "vllm", ModelLabel: "model_name", Instances: []string{"h:1"}, Probes: []string{}, Selector: `job="vllm",model_name="b"`},
+		},
+	}
+	def := func(id string) *Definition {
+		for _, d := range cat.Embedded() {
+			if d.ID == id {
+				return d
+			}
+		}
+		t.Fatalf("no dashboard %s", id)
+		return nil
+	}
+	ov := cat.Resolve(def("overview"), inv, Filter{})
+	require.Len(t, ov.Rows, 2)
+	require.Equal(t, "vllm:a", ov.Rows[0].ID)
+	require.Equal(t, "probe_availability", ov.Rows[0].Panels[0].ID, "the probe comes first")
+	require.NotEqual(t, "probe_availability", ov.Rows[1].Panels[0].ID, "b has no probe")
+	ov = cat.Resolve(def("overview"), inv, Filter{Job: "vllm", Model: "b"})
+	require.Len(t, ov.Rows, 1)
+	require.Equal(t, "b", ov.Rows[0].Service.Model)
+
+	m := cat.Resolve(def("model"), inv, Filter{Job: "vllm", Model: "b"})
+	require.Equal(t, "b", m.Service.Model)
+	m = cat.Resolve(def("model"), inv, Filter{})
+	require.Equal(t, "a", m.Service.Model, "the first service without a filter")
+
+	pr := cat.Resolve(def("probes"), inv, Filter{})
+	require.Contains(t, pr.Rows[0].Panels[0].Queries[0].Expr, "probe_success{}")
+	pr = cat.Resolve(def("probes"), inv, Filter{Job: "vllm", Model: "a"})
+	require.Contains(t, pr.Rows[0].Panels[0].Queries[0].Expr, `probe_success{probe=~"pa"}`)
+	pr = cat.Resolve(def("probes"), inv, Filter{Job: "vllm", Model: "b"})
+	require.Empty(t, pr.Rows, "a service without probes has no probe panels")
+}
