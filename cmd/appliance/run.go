@@ -27,7 +27,6 @@ import (
 	"github.com/aiserve/appliance/scrape"
 	"github.com/aiserve/appliance/storage"
 	"github.com/aiserve/appliance/ui"
-	"github.com/aiserve/appliance/ui/dashboard"
 )
 
 // runFlags are the flags shared by run and demo.
@@ -294,7 +293,7 @@ func newAppliance(cfg *config.Config, f runFlags, logger *slog.Logger) (_ *appli
 		TLS:                 tlsCfg,
 		MaxRequestBodyBytes: int64(cfg.Web.MaxRequestBodyBytes),
 		DashboardsDir:       cfg.UI.DashboardsDir,
-		ProbeTargets:        func() []dashboard.ProbeTarget { return dashboard.ProbeTargetsOf(a.cfg.Load().Probes) },
+		ProbeTargets:        a.probeTargets,
 	}
 	for _, set := range a.uiExtra {
 		set(&uiOpts)
