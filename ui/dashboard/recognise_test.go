@@ -3,6 +3,7 @@ package dashboard
 import (
 	"context"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -45,7 +46,7 @@ type store struct {
 	start, end time.Time
 }
 
-func openStore(t *testing.T) *store {
+func openStore(t testing.TB) *store {
 	t.Helper()
 	opts := storage.DefaultOptions()
 	opts.Path = t.TempDir()
@@ -61,14 +62,20 @@ func (s *store) at(i int) time.Time { return s.start.Add(time.Duration(i) * load
 // loadFixture appends the fixture's families at every step with job and
 // instance set as a scrape would, and up = 1. Counters, histograms and
 // summaries' _sum/_count grow by 10% of their value per step.
-func (s *store) loadFixture(t *testing.T, path, job, instance string) {
+func (s *store) loadFixture(t testing.TB, path, job, instance string) {
 	t.Helper()
 	f, err := os.Open(path)
 	require.NoError(t, err)
 	defer f.Close()
+	s.loadText(t, f, job, instance)
+}
+
+// loadText is loadFixture of a text-format body.
+func (s *store) loadText(t testing.TB, body io.Reader, job, instance string) {
+	t.Helper()
 	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(f)
-	require.NoError(t, err, path)
+	fams, err := p.TextToMetricFamilies(body)
+	require.NoError(t, err)
 	type row struct {
 		family  string
 		typ     model.MetricType
