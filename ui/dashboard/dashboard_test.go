@@ -91,7 +91,7 @@ func TestEmbeddedKeysDefined(t *testing.T) {
 	cat, err := NewCatalog()
 	require.NoError(t, err)
 	require.Len(t, cat.Embedded(), 4)
-	require.Equal(t, []string{"vllm", "sglang", "tgi", "triton", "fastapi", "generic", "probe", "gpu", "host", "appliance"}, cat.Engines.Order)
+	require.Equal(t, []string{"vllm", "sglang", "tgi", "triton", "fastapi", "ollama", "generic", "probe", "gpu", "host", "appliance"}, cat.Engines.Order)
 }
 
 // TestProbeMatching: a probe belongs to a service when its URL's host and
@@ -156,4 +156,27 @@ func TestResolveFilters(t *testing.T) {
 	require.Contains(t, pr.Rows[0].Panels[0].Queries[0].Expr, `probe_success{probe=~"pa"}`)
 	pr = cat.Resolve(def("probes"), inv, Filter{Job: "vllm", Model: "b"})
 	require.Empty(t, pr.Rows, "a service without probes has no probe panels")
+}
+
+// TestOllamaService: Ollama has no metrics; its probe makes its service,
+// whose overview row has the probe's panels.
+func TestOllamaService(t *testing.T) {
+	cat, err := NewCatalog()
+	require.NoError(t, err)
+	s := openStore(t)
+	s.loadProbe(t, "ollama-11434")
+	inv, err := cat.Discover(context.Background(), s.db, s.start.UnixMilli(), s.end.UnixMilli(), []ProbeTarget{
+		{Name: "ollama-11434", URL: "http://localhost:11434/api/version"},
+		{Name: "remote", URL: "https://api.example.com/v1/chat/completions"},
+	})
+	require.NoError(t, err)
+	require.Len(t, inv.Services, 1)
+	require.Equal(t, Service{Job: "ollama", Engine: "ollama", Instances: []string{"localhost:11434"}, Probes: []string{"ollama-11434"}}, *inv.Services[0])
+	for _, def := range cat.Embedded() {
+		if def.ID != "overview" {
+			continue
+		}
+		d := cat.Resolve(def, inv, Filter{})
+		require.Equal(t, []string{"ollama/probe_availability", "ollama/probe_latency", "ollama/alerts_firing"}, shown(d))
+	}
 }

@@ -183,17 +183,53 @@ func (c *Catalog) Discover(ctx context.Context, q storage.Queryable, mint, maxt 
 		}
 		return a.Model < b.Model
 	})
+	matched := map[string]bool{}
 	for _, s := range inv.Services {
 		sort.Strings(s.Instances)
 		s.Selector = s.selector()
 		for _, p := range probes {
 			if s.matches(p) && !slices.Contains(s.Probes, p.Name) {
 				s.Probes = append(s.Probes, p.Name)
+				matched[p.Name] = true
 			}
 		}
 		sort.Strings(s.Probes)
 	}
+	// Ollama has no /metrics: its service is its probes.
+	for _, p := range probes {
+		if matched[p.Name] || !isOllama(p.URL) {
+			continue
+		}
+		u, _ := url.Parse(p.URL)
+		s := &Service{Job: "ollama", Model: p.Model, Engine: "ollama", Instances: []string{u.Host}, Probes: []string{p.Name}}
+		if i := slices.IndexFunc(inv.Services, func(o *Service) bool { return o.Engine == "ollama" && o.Model == s.Model }); i >= 0 {
+			o := inv.Services[i]
+			if !slices.Contains(o.Instances, u.Host) {
+				o.Instances = append(o.Instances, u.Host)
+			}
+			o.Probes = append(o.Probes, p.Name)
+			continue
+		}
+		inv.Services = append(inv.Services, s)
+	}
+	sort.SliceStable(inv.Services, func(i, j int) bool {
+		a, b := inv.Services[i], inv.Services[j]
+		if a.Job != b.Job {
+			return a.Job < b.Job
+		}
+		return a.Model < b.Model
+	})
 	return inv, nil
+}
+
+// isOllama reports whether a probe URL is Ollama's: its default port, or
+// its native API (/api/...).
+func isOllama(raw string) bool {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return false
+	}
+	return u.Port() == "11434" || strings.HasPrefix(u.Path, "/api/")
 }
 
 func (s *Service) selector() string {
