@@ -5,7 +5,6 @@ import (
 	"errors"
 	"log/slog"
 	"reflect"
-	"sort"
 	"sync"
 	"time"
 
@@ -209,21 +208,6 @@ func (m *Manager) loop(ctx context.Context, r *runner) {
 		case <-tick.C:
 		}
 	}
-}
-
-// Configs returns the probes that should run, configured and detected
-// (a configured probe wins over a detected one of its name), sorted by
-// name; the dashboard matches them to services by URL.
-func (m *Manager) Configs() []*config.ProbeConfig {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	want := m.wantedLocked()
-	out := make([]*config.ProbeConfig, 0, len(want))
-	for _, c := range want {
-		out = append(out, c)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out
 }
 
 // Names returns the names of the probes running now, for tests and logs.

@@ -21,25 +21,36 @@ import (
 // read from when the request names none.
 const defaultDiscoverWindow = 6 * time.Hour
 
-func (s *Server) mountApplianceAPI(e *echo.Echo) error {
+// ProbeTarget is what a service's probes are matched by (Options.ProbeTargets).
+type ProbeTarget = dashboard.ProbeTarget
+
+// applianceAPI serves the dashboard's endpoints.
+type applianceAPI struct {
+	s       *Server
+	catalog *dashboard.Catalog
+}
+
+// mountApplianceAPI registers the dashboard's endpoints. The embedded
+// definitions are checked by the package's tests; should they not load,
+// every endpoint answers 500 with the reason.
+func (s *Server) mountApplianceAPI(e *echo.Echo) {
 	cat, err := dashboard.NewCatalog()
-	if err != nil {
-		return err
-	}
-	s.catalog = cat
-	ready := func(next echo.HandlerFunc) echo.HandlerFunc {
+	a := &applianceAPI{s: s, catalog: cat}
+	guard := func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
+			if err != nil {
+				return apiError(c, http.StatusInternalServerError, "internal", "embedded dashboards: "+err.Error())
+			}
 			if !s.ready.Load() {
 				return apiError(c, http.StatusServiceUnavailable, "unavailable", "the appliance is not ready")
 			}
 			return next(c)
 		}
 	}
-	e.GET("/api/v1/appliance/services", s.applianceServices, ready)
-	e.GET("/api/v1/appliance/dashboards", s.applianceDashboards, ready)
-	e.GET("/api/v1/appliance/dashboards/:id", s.applianceDashboard, ready)
-	e.GET("/api/v1/appliance/annotations", s.applianceAnnotations, ready)
-	return nil
+	e.GET("/api/v1/appliance/services", a.services, guard)
+	e.GET("/api/v1/appliance/dashboards", a.dashboards, guard)
+	e.GET("/api/v1/appliance/dashboards/:id", a.dashboard, guard)
+	e.GET("/api/v1/appliance/annotations", a.annotations, guard)
 }
 
 // apiWarnings is the envelope with Prometheus' warnings field.
@@ -90,20 +101,20 @@ func timeRange(c echo.Context, def time.Duration) (time.Time, time.Time, error) 
 	return from, to, nil
 }
 
-func (s *Server) inventory(c echo.Context) (*dashboard.Inventory, error) {
+func (a *applianceAPI) inventory(c echo.Context) (*dashboard.Inventory, error) {
 	from, to, err := timeRange(c, defaultDiscoverWindow)
 	if err != nil {
 		return nil, err
 	}
 	var probes []dashboard.ProbeTarget
-	if s.opts.ProbeTargets != nil {
-		probes = s.opts.ProbeTargets()
+	if a.s.opts.ProbeTargets != nil {
+		probes = a.s.opts.ProbeTargets()
 	}
-	return s.catalog.Discover(c.Request().Context(), s.opts.Storage, from.UnixMilli(), to.UnixMilli(), probes)
+	return a.catalog.Discover(c.Request().Context(), a.s.opts.Storage, from.UnixMilli(), to.UnixMilli(), probes)
 }
 
-func (s *Server) applianceServices(c echo.Context) error {
-	inv, err := s.inventory(c)
+func (a *applianceAPI) services(c echo.Context) error {
+	inv, err := a.inventory(c)
 	if err != nil {
 		return apiError(c, http.StatusBadRequest, "bad_data", err.Error())
 	}
@@ -122,18 +133,18 @@ type dashboardInfo struct {
 
 // definitions returns every dashboard and, as warnings, the user files
 // that do not load (each error names its file); they are logged too.
-func (s *Server) definitions() ([]*dashboard.Definition, []string) {
-	defs, errs := s.catalog.WithDir(s.opts.DashboardsDir)
+func (a *applianceAPI) definitions() ([]*dashboard.Definition, []string) {
+	defs, errs := a.catalog.WithDir(a.s.opts.DashboardsDir)
 	var warnings []string
 	for _, err := range errs {
-		s.logger.Warn("user dashboard not loaded", "err", err)
+		a.s.logger.Warn("user dashboard not loaded", "err", err)
 		warnings = append(warnings, err.Error())
 	}
 	return defs, warnings
 }
 
-func (s *Server) applianceDashboards(c echo.Context) error {
-	defs, warnings := s.definitions()
+func (a *applianceAPI) dashboards(c echo.Context) error {
+	defs, warnings := a.definitions()
 	out := make([]dashboardInfo, 0, len(defs))
 	for _, d := range defs {
 		out = append(out, dashboardInfo{ID: d.ID, Title: d.Title, Source: d.Source})
@@ -141,8 +152,8 @@ func (s *Server) applianceDashboards(c echo.Context) error {
 	return c.JSON(http.StatusOK, apiWarnings{Status: "success", Data: out, Warnings: warnings})
 }
 
-func (s *Server) applianceDashboard(c echo.Context) error {
-	defs, warnings := s.definitions()
+func (a *applianceAPI) dashboard(c echo.Context) error {
+	defs, warnings := a.definitions()
 	var def *dashboard.Definition
 	for _, d := range defs {
 		if d.ID == c.Param("id") {
@@ -156,20 +167,20 @@ func (s *Server) applianceDashboard(c echo.Context) error {
 		}
 		return apiError(c, http.StatusNotFound, "not_found", msg)
 	}
-	inv, err := s.inventory(c)
+	inv, err := a.inventory(c)
 	if err != nil {
 		return apiError(c, http.StatusBadRequest, "bad_data", err.Error())
 	}
 	f := dashboard.Filter{Job: c.QueryParam("job"), Model: c.QueryParam("model"), Instance: c.QueryParam("instance")}
-	return c.JSON(http.StatusOK, apiWarnings{Status: "success", Data: s.catalog.Resolve(def, inv, f), Warnings: warnings})
+	return c.JSON(http.StatusOK, apiWarnings{Status: "success", Data: a.catalog.Resolve(def, inv, f), Warnings: warnings})
 }
 
-func (s *Server) applianceAnnotations(c echo.Context) error {
+func (a *applianceAPI) annotations(c echo.Context) error {
 	from, to, err := timeRange(c, time.Hour)
 	if err != nil {
 		return apiError(c, http.StatusBadRequest, "bad_data", err.Error())
 	}
-	out, err := dashboard.Annotations(c.Request().Context(), s.opts.Engine, s.opts.Storage, from, to)
+	out, err := dashboard.Annotations(c.Request().Context(), a.s.opts.Engine, a.s.opts.Storage, from, to)
 	if err != nil {
 		return apiError(c, http.StatusUnprocessableEntity, "execution", err.Error())
 	}

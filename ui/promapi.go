@@ -101,6 +101,8 @@ func (s *Server) mountPrometheusAPI(e *echo.Echo) {
 	e.POST("/api/v1/import/prometheus", s.importPrometheus, limit)
 	e.GET("/api/v1/status/config", s.statusConfig)
 	e.GET("/api/v1/metadata", s.metadata)
+	// The dashboard's back-end, next to Prometheus' API (appliance_api.go).
+	s.mountApplianceAPI(e)
 }
 
 // apiGatherer is what Prometheus' API reads its own figures from.

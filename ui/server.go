@@ -21,8 +21,6 @@ import (
 	"github.com/prometheus/prometheus/promql"
 	"github.com/prometheus/prometheus/storage"
 	apiv1 "github.com/prometheus/prometheus/web/api/v1"
-
-	"github.com/aiserve/appliance/ui/dashboard"
 )
 
 // Storage is what the HTTP layer needs of the time-series store.
@@ -90,7 +88,7 @@ type Options struct {
 	DashboardsDir string
 	// ProbeTargets lists the probes, so that services name theirs; nil
 	// for none.
-	ProbeTargets func() []dashboard.ProbeTarget
+	ProbeTargets func() []ProbeTarget
 }
 
 // DefaultMaxRequestBodyBytes bounds ingest request bodies when Options
@@ -107,7 +105,6 @@ type Server struct {
 	ready    atomic.Bool
 	listener net.Listener
 	started  time.Time
-	catalog  *dashboard.Catalog
 }
 
 // New builds the server and binds its listener, so a port in use is an
@@ -129,10 +126,7 @@ func New(opts Options) (*Server, error) {
 		opts.Registerer = prometheus.NewRegistry()
 	}
 	s := &Server{opts: opts, logger: opts.Logger, started: time.Now()}
-	var err error
-	if s.echo, err = s.routes(); err != nil {
-		return nil, err
-	}
+	s.echo = s.routes()
 	if opts.ListenAddress != "" {
 		ln, err := net.Listen("tcp", opts.ListenAddress)
 		if err != nil {
@@ -189,7 +183,7 @@ func (s *Server) Run(ctx context.Context) error {
 	return nil
 }
 
-func (s *Server) routes() (*echo.Echo, error) {
+func (s *Server) routes() *echo.Echo {
 	e := echo.New()
 	e.HideBanner = true
 	e.HidePort = true
@@ -228,9 +222,6 @@ func (s *Server) routes() (*echo.Echo, error) {
 	e.GET("/debug/pprof/trace", echo.WrapHandler(http.HandlerFunc(pprof.Trace)))
 
 	s.mountPrometheusAPI(e)
-	if err := s.mountApplianceAPI(e); err != nil {
-		return nil, err
-	}
 	for prefix, h := range s.opts.Handlers {
 		if strings.HasSuffix(prefix, "/") {
 			e.Any(prefix+"*", echo.WrapHandler(h))
@@ -238,7 +229,7 @@ func (s *Server) routes() (*echo.Echo, error) {
 			e.Any(prefix, echo.WrapHandler(h))
 		}
 	}
-	return e, nil
+	return e
 }
 
 // errorHandler answers echo's own errors (404, 405, 413) in plain text

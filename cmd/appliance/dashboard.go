@@ -4,14 +4,9 @@ import (
 	"github.com/aiserve/appliance/ui/dashboard"
 )
 
-// probeTargets lists the running probes, configured and auto-detected,
-// for the dashboard to match them to services; without the probes part,
-// the configured ones.
+// probeTargets lists the configured probes for the dashboard to match them
+// to services by URL; auto-detected probes match by their names
+// (<job>-<port>, see dashboard.Discover).
 func (a *appliance) probeTargets() []dashboard.ProbeTarget {
-	for _, p := range a.parts {
-		if pp, ok := p.(*probesPart); ok {
-			return dashboard.ProbeTargetsOf(pp.probes.Configs())
-		}
-	}
 	return dashboard.ProbeTargetsOf(a.cfg.Load().Probes)
 }

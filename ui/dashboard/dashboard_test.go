@@ -113,6 +113,10 @@ func TestProbeMatching(t *testing.T) {
 	} {
 		require.Equal(t, c.want, s.matches(c.p), "%+v", c.p)
 	}
+	// Auto-detection's probes, named <job>-<port>, match without a target.
+	require.True(t, s.autodetected("vllm-8000"))
+	require.False(t, s.autodetected("vllm-8001"))
+	require.False(t, s.autodetected("tgi-8000"))
 }
 
 // TestResolveFilters: the overview keeps the services the page names, the

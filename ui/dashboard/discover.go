@@ -184,6 +184,10 @@ func (c *Catalog) Discover(ctx context.Context, q storage.Queryable, mint, maxt 
 		return a.Model < b.Model
 	})
 	matched := map[string]bool{}
+	known := map[string]bool{}
+	for _, p := range probes {
+		known[p.Name] = true
+	}
 	for _, s := range inv.Services {
 		sort.Strings(s.Instances)
 		s.Selector = s.selector()
@@ -191,6 +195,12 @@ func (c *Catalog) Discover(ctx context.Context, q storage.Queryable, mint, maxt 
 			if s.matches(p) && !slices.Contains(s.Probes, p.Name) {
 				s.Probes = append(s.Probes, p.Name)
 				matched[p.Name] = true
+			}
+		}
+		// Probes that auto-detection made are named <job>-<port>.
+		for _, name := range inv.Probes {
+			if !known[name] && s.autodetected(name) && !slices.Contains(s.Probes, name) {
+				s.Probes = append(s.Probes, name)
 			}
 		}
 		sort.Strings(s.Probes)
@@ -259,6 +269,22 @@ func (s *Service) matches(p ProbeTarget) bool {
 			continue
 		}
 		if ip == port && sameHost(ih, host) {
+			return true
+		}
+	}
+	return false
+}
+
+// autodetected reports whether probe name is auto-detection's name for one
+// of the service's instances: <job>-<port> (scrape/autodetect names the job
+// after the server's kind and the probe after kind and port).
+func (s *Service) autodetected(name string) bool {
+	port, ok := strings.CutPrefix(name, s.Job+"-")
+	if !ok {
+		return false
+	}
+	for _, in := range s.Instances {
+		if _, ip, err := net.SplitHostPort(in); err == nil && ip == port {
 			return true
 		}
 	}
