@@ -17,8 +17,10 @@
 // Services. Discover reads which model servers are scraped: the series of
 // each engine's identifying metric (vllm:num_requests_running, ...) give
 // the services, one per job x model (job alone for engines without a model
-// label, such as TGI), their instances, and the probes whose URL points at
-// one of those instances.
+// label, such as TGI), their instances, and their probes: those whose URL
+// points at one of the instances (and whose model, if any, is the
+// service's), and those auto-detection made, named <job>-<port>. Ollama,
+// which has no /metrics, is a service made of its probes.
 //
 // Placeholders. The server fills in $job (the service's job matcher),
 // $instances (job and instances, for families without the model label,
