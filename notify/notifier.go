@@ -151,10 +151,30 @@ func New(opts Options) (*Notifier, error) {
 // the alerts at hand and wait group_wait again; the notification log keeps
 // them from repeating what was sent. An error leaves the old config.
 func (n *Notifier) ApplyConfig(c config.AlertingConfig) error {
+	p, err := n.Prepare(c)
+	if err != nil {
+		return err
+	}
+	return n.Apply(p)
+}
+
+// Prepared is an alerting section with its receivers, templates and time
+// intervals built, ready for Apply.
+type Prepared struct {
+	cfg        config.AlertingConfig
+	receivers  map[string][]*integration
+	templates  *message.Templates
+	intervener *timeinterval.Intervener
+	loc        *time.Location
+}
+
+// Prepare builds the routes' receivers, the message templates, the time
+// intervals and the digest's schedule of c; it changes nothing.
+func (n *Notifier) Prepare(c config.AlertingConfig) (*Prepared, error) {
 	c = c.Resolved()
 	recv, err := buildReceivers(c, n.opts.HTTPClient, n.now)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	ti := map[string][]timeinterval.TimeInterval{}
 	for _, t := range c.TimeIntervals {
@@ -162,25 +182,31 @@ func (n *Notifier) ApplyConfig(c config.AlertingConfig) error {
 	}
 	tmpl, err := message.ParseTemplates(c.Templates.Title, c.Templates.Text)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if _, _, err := c.Digest.Clock(); err != nil {
-		return err
+		return nil, err
 	}
 	loc, err := c.Digest.Location()
 	if err != nil {
-		return err
+		return nil, err
 	}
+	return &Prepared{cfg: c, receivers: recv, templates: tmpl, intervener: timeinterval.NewIntervener(ti), loc: loc}, nil
+}
+
+// Apply switches to a prepared alerting section. It fails only when the
+// digest's schedule cannot be written to the database.
+func (n *Notifier) Apply(p *Prepared) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.cfg = c
-	n.receivers = recv
-	n.templates = tmpl
-	n.root = newRoute(c.Route, nil, "0")
-	n.inhibit = &inhibitor{rules: c.InhibitRules}
-	n.intervener = timeinterval.NewIntervener(ti)
+	n.cfg = p.cfg
+	n.receivers = p.receivers
+	n.templates = p.templates
+	n.root = newRoute(p.cfg.Route, nil, "0")
+	n.inhibit = &inhibitor{rules: p.cfg.InhibitRules}
+	n.intervener = p.intervener
 	now := n.now()
-	if err := n.scheduleDigest(now, loc); err != nil {
+	if err := n.scheduleDigest(now, p.loc); err != nil {
 		return err
 	}
 	n.groups = map[string]*aggGroup{}
