@@ -23,7 +23,7 @@
 //	scrape_configs: [...]         # Prometheus' scrape_configs, unchanged
 //	scrape_config_files: [...]    # globs of files holding more scrape_configs
 //	rule_files: [...]             # globs of Prometheus rule files
-//	rule_packs: [vllm, gpu]       # embedded packs: see RulePackNames
+//	rule_packs: [vllm, gpu]       # embedded packs: see rules.PackNames
 //	web:
 //	  listen_address: ":9090"     # --listen overrides
 //	  external_url: ""
