@@ -44,11 +44,20 @@ type Options struct {
 	HTTPClient *http.Client
 	// Version is shown by /api/v2/status.
 	Version string
+	// DrainTimeout bounds shutdown: when Run's context ends, the delivery
+	// in flight and one last dispatch get this long before they are cut
+	// off (what is not accepted stays in the outbox for the next start).
+	// 0 is DefaultDrainTimeout.
+	DrainTimeout time.Duration
 }
+
+// DefaultDrainTimeout is the drain at shutdown when Options leave it 0;
+// it leaves room in the five seconds a service manager typically waits.
+const DefaultDrainTimeout = 2 * time.Second
 
 // DefaultOptions returns options with a one second tick.
 func DefaultOptions() Options {
-	return Options{TickInterval: time.Second, Now: time.Now, Logger: slog.Default()}
+	return Options{TickInterval: time.Second, Now: time.Now, Logger: slog.Default(), DrainTimeout: DefaultDrainTimeout}
 }
 
 // Notifier routes alerts and delivers notifications; see the package doc.
@@ -117,6 +126,9 @@ func New(opts Options) (*Notifier, error) {
 	}
 	if opts.TickInterval <= 0 {
 		opts.TickInterval = time.Second
+	}
+	if opts.DrainTimeout <= 0 {
+		opts.DrainTimeout = DefaultDrainTimeout
 	}
 	if opts.HTTPClient == nil {
 		opts.HTTPClient = &http.Client{}
@@ -270,19 +282,42 @@ func (n *Notifier) route(fp model.Fingerprint, a *alert, now time.Time) {
 }
 
 // Run calls Tick every TickInterval until ctx ends; the first tick at once
-// resumes what the outbox held at the last stop.
+// resumes what the outbox held at the last stop. When ctx ends, the
+// delivery in flight may finish and one last Tick dispatches what became
+// due, both within DrainTimeout; a receiver that is slow or down is cut off
+// then, and its message stays in the outbox (bbolt) for the next start.
 func (n *Notifier) Run(ctx context.Context) error {
-	t := time.NewTicker(n.opts.TickInterval)
-	defer t.Stop()
-	for {
-		if err := n.Tick(ctx); err != nil {
-			n.log.Error("notify tick", "err", err)
+	// Deliveries run under their own context, which outlives ctx by the
+	// drain.
+	dctx, dcancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer dcancel()
+	loopDone := make(chan struct{})
+	go func() {
+		defer close(loopDone)
+		t := time.NewTicker(n.opts.TickInterval)
+		defer t.Stop()
+		for {
+			n.tickLogged(dctx)
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
 		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
+	}()
+	<-ctx.Done()
+	drain := time.AfterFunc(n.opts.DrainTimeout, dcancel)
+	defer drain.Stop()
+	<-loopDone
+	if dctx.Err() == nil {
+		n.tickLogged(dctx) // the last dispatch
+	}
+	return nil
+}
+
+func (n *Notifier) tickLogged(ctx context.Context) {
+	if err := n.Tick(ctx); err != nil {
+		n.log.Error("notify tick", "err", err)
 	}
 }
 
