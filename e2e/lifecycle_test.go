@@ -147,7 +147,7 @@ alerting:
 	code, body := p.post("/-/reload", "text/plain", nil, nil)
 	require.Equal(t, http.StatusInternalServerError, code)
 	require.Contains(t, body, "rules: ")
-	require.Contains(t, body, "bad.rules.yml:7: ")
+	require.Contains(t, body, "bad.rules.yml:6: ") // the labels of the rule
 	require.Contains(t, body, `severity "P7"`)
 	// Applying a scrape config without job_a would have stopped job_a's
 	// pool at once, so it still being the only job shows nothing applied.
