@@ -7,7 +7,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -382,4 +384,26 @@ scrape_configs:
 	stored := int64(value(t, v[0]))
 	require.LessOrEqual(t, stored, scrapes)
 	require.GreaterOrEqual(t, stored, scrapes-1)
+}
+
+// TestCheckStageErrors: `appliance check` reports what the stages find
+// (rule files, rule pack names, message templates) at file:line, now that
+// the command asks them rather than config; the exact messages are
+// checked in cmd/appliance's tests.
+func TestCheckStageErrors(t *testing.T) {
+	files, err := filepath.Glob("../cmd/appliance/testdata/*.bad.yml")
+	require.NoError(t, err)
+	more, err := filepath.Glob("../cmd/appliance/testdata/alerting/*.bad.yml")
+	require.NoError(t, err)
+	files = append(files, more...)
+	require.Len(t, files, 3)
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			out, err := exec.Command(binary, "check", "--config", f).CombinedOutput()
+			var ee *exec.ExitError
+			require.ErrorAs(t, err, &ee, "output: %s", out)
+			require.Equal(t, 1, ee.ExitCode(), string(out))
+			require.Regexp(t, regexp.MustCompile(`(?m)^\S+\.yml:\d+: \S`), string(out))
+		})
+	}
 }

@@ -183,6 +183,8 @@ type Prepared struct{ u *pendingUpdate }
 // Prepare reads, parses and compiles cfg's rule files and packs; it
 // changes nothing. An error names the file and the line.
 func (m *Manager) Prepare(cfg Config) (*Prepared, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	var packNames []string
 	for _, p := range cfg.Packs {
 		if _, ok := Pack(p); !ok {
