@@ -188,8 +188,9 @@ func (m *Manager) Prepare(cfg Config) (*Prepared, error) {
 	var packNames []string
 	for _, p := range cfg.Packs {
 		if _, ok := Pack(p); !ok {
-			// config knows the packs of every part; a part that is not
-			// in this build (e.g. probes) has no pack yet.
+			// The command refuses unknown names when it loads a config
+			// (against PackNames); a Config made otherwise may still
+			// name one.
 			m.logger.Warn("rule pack is not in this build; skipping it", "pack", p, "available", PackNames())
 			continue
 		}
