@@ -11,8 +11,6 @@ import (
 	"github.com/prometheus/alertmanager/timeinterval"
 	commoncfg "github.com/prometheus/common/config"
 	"github.com/prometheus/common/model"
-
-	"github.com/aiserve/appliance/notify/message"
 )
 
 // AlertingConfig is the alerting section: Alertmanager's route tree,
@@ -37,20 +35,12 @@ type AlertingConfig struct {
 
 // MessageTemplates are Go text/template for the title and the text of
 // every alert notification (notify/message.Data is what they see); empty
-// keeps the default.
+// keeps the default. config does not parse them: the notifier does, and
+// `appliance check` and the command's loading report their errors at the
+// line of the key (see Config.KeyLine).
 type MessageTemplates struct {
 	Title string `yaml:"title,omitempty"`
 	Text  string `yaml:"text,omitempty"`
-}
-
-// UnmarshalYAML implements yaml.Unmarshaler.
-func (c *MessageTemplates) UnmarshalYAML(unmarshal func(any) error) error {
-	type plain MessageTemplates
-	if err := unmarshal((*plain)(c)); err != nil {
-		return err
-	}
-	_, err := message.ParseTemplates(c.Title, c.Text)
-	return err
 }
 
 // DigestConfig is alerting.digest: when and to whom the daily digest of P2

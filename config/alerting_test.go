@@ -22,7 +22,6 @@ var alertingBadFiles = map[string][]string{
 	"unknown-interval.bad.yml":   {`testdata/alerting/unknown-interval.bad.yml:6: time interval "weekend" is not defined in time_intervals`},
 	"secret-url.bad.yml":         {`testdata/alerting/secret-url.bad.yml:4: dingtalk_configs webhook_url is not an absolute http or https URL (the value is not shown: it may hold a token)`},
 	"duplicate-receiver.bad.yml": {`testdata/alerting/duplicate-receiver.bad.yml:3: receiver "chat" is defined twice`},
-	"template.bad.yml":           {`testdata/alerting/template.bad.yml:3: title template: template: title:1: unclosed action`},
 	"bad-time.bad.yml":           {`testdata/alerting/bad-time.bad.yml:5: couldn't parse timestamp 25:00, invalid format`},
 }
 

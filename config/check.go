@@ -12,43 +12,77 @@ import (
 	promconfig "github.com/prometheus/prometheus/config"
 	"github.com/prometheus/prometheus/model/rulefmt"
 	yaml3 "go.yaml.in/yaml/v3"
-
-	"github.com/aiserve/appliance/rules/rulefile"
 )
 
-// Check verifies everything `appliance check` verifies: the configuration
-// file, the scrape config files and rule files it references (each rule
-// expression is parsed), and that the TLS and credential files it names
-// exist. A rule_files glob that matches nothing is fine, as in Prometheus.
-// Every error is an *Error, "file:line: message", where file may be a rule
-// or scrape config file. Rule files are checked even when the configuration
-// has errors, so that one run shows everything.
-func Check(path string) []error {
+// Check verifies what `appliance check` verifies that config can verify
+// on its own: the configuration file, the scrape config files it
+// references, the rule_files patterns, and that the TLS and credential
+// files it names exist. It returns the configuration as far as it could be
+// read (nil when the file cannot be read), so that the command goes on with
+// the checks that belong to the stages (rule files, rule pack names,
+// message templates): config imports no stage. Every error is an *Error,
+// "file:line: message", sorted by file and line.
+func Check(path string) (*Config, []error) {
 	cfg, errs := loadFile(path)
 	if cfg == nil {
-		return errs
+		return nil, errs
 	}
 	if _, err := cfg.ScrapeConfigsResolved(); err != nil {
 		errs = append(errs, flattenErrors(err)...)
 	}
 	errs = append(errs, cfg.checkScrapeFiles()...)
-	for i, pat := range cfg.RuleFiles {
-		files, err := filepath.Glob(pat)
-		if err != nil {
-			errs = append(errs, &Error{File: path, Line: cfg.ruleFileLine(i), Msg: fmt.Sprintf("invalid rule file pattern %q: %v", pat, err)})
-			continue
-		}
-		for _, f := range files {
-			errs = append(errs, CheckRuleFile(f)...)
-		}
-	}
+	_, perrs := cfg.RuleFilesResolved()
+	errs = append(errs, perrs...)
 	sortErrors(errs)
-	return errs
+	return cfg, errs
 }
 
-func (c *Config) ruleFileLine(i int) int {
-	if i < len(c.ruleFileLines) {
-		return c.ruleFileLines[i]
+// RuleFilesResolved returns the files the rule_files patterns match, in
+// the order of the patterns, and an *Error for each invalid pattern. A
+// pattern that matches nothing is fine, as in Prometheus.
+func (c *Config) RuleFilesResolved() ([]string, []error) {
+	var (
+		files []string
+		errs  []error
+	)
+	for i, pat := range c.RuleFiles {
+		m, err := filepath.Glob(pat)
+		if err != nil {
+			errs = append(errs, c.ErrorAt(c.ruleFileLine(i), fmt.Sprintf("invalid rule file pattern %q: %v", pat, err)))
+			continue
+		}
+		files = append(files, m...)
+	}
+	return files, errs
+}
+
+// ErrorAt returns an *Error at a line of the configuration file, for the
+// checks of the stages.
+func (c *Config) ErrorAt(line int, msg string) *Error {
+	file := c.file
+	if file == "" {
+		file = "-"
+	}
+	return &Error{File: file, Line: line, Msg: msg}
+}
+
+// KeyLine returns the line of the deepest of the nested keys (such as
+// "alerting", "templates", "title") that the file has, or 0 when the
+// Config was not loaded from a file or has none of them.
+func (c *Config) KeyLine(keys ...string) int {
+	if c.root == nil || len(keys) == 0 {
+		return 0
+	}
+	if k, _ := mappingKey(c.root, keys[0]); k == nil {
+		return 0
+	}
+	return keyLine(c.root, keys...)
+}
+
+// RulePackLine returns the line of RulePacks[i], or 0 if unknown.
+func (c *Config) RulePackLine(i int) int {
+	if i < len(c.rulePackLines) {
+		return c.rulePackLines[i]
 	}
 	return 0
 }
@@ -166,51 +200,36 @@ func (c *Config) checkScrapeFiles() []error {
 
 var ruleErrLineRE = regexp.MustCompile(`(?s)^(\d+):\d+: (?:\d+:\d+: )?(.*)$`)
 
-// CheckRuleFile parses a rule file with rulefile, which runs rulefmt (the
-// parser the rules manager uses) and checks the appliance's extensions,
-// and returns its errors as *Error with the line in the rule file.
-func CheckRuleFile(file string) []error {
-	data, err := os.ReadFile(file)
-	if err != nil {
-		return []error{&Error{File: file, Msg: fmt.Sprintf("cannot read rule file: %v", err)}}
-	}
-	_, errs := rulefile.Parse(data)
-	if len(errs) == 0 {
-		return nil
-	}
+// RuleFileError turns an error of parsing the rule file (one of rulefmt,
+// the parser the rules manager uses, or of the YAML library) into *Error
+// with the line in the rule file; data is the file's text. The rules
+// stage's own errors carry their line already; the command converts those.
+func RuleFileError(file string, data []byte, err error) []error {
 	root, _ := parseDocument(data)
-	var out []error
-	for _, err := range errs {
-		var xe *rulefile.Error
-		if errors.As(err, &xe) {
-			out = append(out, &Error{File: file, Line: xe.Line, Msg: xe.Msg})
-			continue
-		}
-		var re *rulefmt.Error
-		if !errors.As(err, &re) {
-			for _, m := range splitYAMLError(err) {
-				if sm := ruleErrLineRE.FindStringSubmatch(m.msg); m.line == 0 && sm != nil {
-					m.line, _ = strconv.Atoi(sm[1])
-					m.msg = sm[2]
-				}
-				if m.line == 0 && root != nil {
-					m.line = locate(root, m.msg)
-				}
-				out = append(out, &Error{File: file, Line: m.line, Msg: m.msg})
+	var re *rulefmt.Error
+	if !errors.As(err, &re) {
+		var out []error
+		for _, m := range splitYAMLError(err) {
+			if sm := ruleErrLineRE.FindStringSubmatch(m.msg); m.line == 0 && sm != nil {
+				m.line, _ = strconv.Atoi(sm[1])
+				m.msg = sm[2]
 			}
-			continue
+			if m.line == 0 && root != nil {
+				m.line = locate(root, m.msg)
+			}
+			out = append(out, &Error{File: file, Line: m.line, Msg: m.msg})
 		}
-		msg := err.Error()
-		line := 0
-		if sm := ruleErrLineRE.FindStringSubmatch(msg); sm != nil {
-			line, _ = strconv.Atoi(sm[1])
-			msg = sm[2]
-		} else if rule := findRule(root, re.Group, re.Rule); rule != nil {
-			line = locate(rule, re.Unwrap().Error())
-		}
-		out = append(out, &Error{File: file, Line: line, Msg: msg})
+		return out
 	}
-	return out
+	msg := err.Error()
+	line := 0
+	if sm := ruleErrLineRE.FindStringSubmatch(msg); sm != nil {
+		line, _ = strconv.Atoi(sm[1])
+		msg = sm[2]
+	} else if rule := findRule(root, re.Group, re.Rule); rule != nil {
+		line = locate(rule, re.Unwrap().Error())
+	}
+	return []error{&Error{File: file, Line: line, Msg: msg}}
 }
 
 // findRule returns the node of rule number idx (1-based) of the group
@@ -231,4 +250,11 @@ func findRule(root *yaml3.Node, group string, idx int) *yaml3.Node {
 		return deref(rules.Content[idx-1])
 	}
 	return nil
+}
+
+func (c *Config) ruleFileLine(i int) int {
+	if i < len(c.ruleFileLines) {
+		return c.ruleFileLines[i]
+	}
+	return 0
 }

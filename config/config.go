@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strings"
 	"time"
 
 	commoncfg "github.com/prometheus/common/config"
@@ -35,10 +34,6 @@ var DefaultGlobalConfig = func() promconfig.GlobalConfig {
 	g.EvaluationInterval = model.Duration(15 * time.Second)
 	return g
 }()
-
-// RulePackNames are the rule packs embedded in the binary that rule_packs
-// may name.
-var RulePackNames = []string{"vllm", "tgi", "triton", "sglang", "fastapi", "gpu", "targets", "probes"}
 
 // unsupportedSections are sections of the design that later versions fill.
 // They are refused rather than ignored so that nobody believes an alert
@@ -74,8 +69,10 @@ type Config struct {
 
 	// Lines of items, for the checks that run after loading; nil when
 	// the Config was not loaded from a file.
+	root          *yaml3.Node
 	scrapeNodes   []*yaml3.Node
 	ruleFileLines []int
+	rulePackLines []int
 }
 
 // defaults returns the configuration of an empty file.
@@ -191,6 +188,7 @@ func (l *loader) load(data []byte) *Config {
 		l.errorf(root.Line, "the configuration must be a mapping of sections (global, storage, scrape_configs, ...)")
 		return cfg
 	}
+	cfg.root = root
 
 	var scrapeNode *yaml3.Node
 	globalOK, webOK := true, true
@@ -218,7 +216,7 @@ func (l *loader) load(data []byte) *Config {
 		case "rule_files":
 			cfg.RuleFiles, cfg.ruleFileLines = l.decodePaths(k.Value, v, "rule file")
 		case "rule_packs":
-			cfg.RulePacks = l.decodeRulePacks(v)
+			cfg.RulePacks, cfg.rulePackLines = l.decodeRulePacks(v)
 		case "alerting":
 			l.decode(v, &cfg.Alerting)
 		case "probes":
@@ -366,19 +364,23 @@ func (l *loader) decodePaths(key string, n *yaml3.Node, what string) ([]string, 
 	return paths, lines
 }
 
-func (l *loader) decodeRulePacks(n *yaml3.Node) []string {
-	var packs []string
+// decodeRulePacks decodes rule_packs and returns them with their lines.
+// Which packs exist is the rules stage's to say: `appliance check` and the
+// command's loading check the names against rules.PackNames.
+func (l *loader) decodeRulePacks(n *yaml3.Node) ([]string, []int) {
+	var (
+		packs []string
+		lines []int
+	)
 	for _, it := range l.stringList("rule_packs", n) {
-		switch {
-		case !slices.Contains(RulePackNames, it.Value):
-			l.errorf(it.Line, "unknown rule pack %q; known packs: %s", it.Value, strings.Join(RulePackNames, ", "))
-		case slices.Contains(packs, it.Value):
+		if slices.Contains(packs, it.Value) {
 			l.errorf(it.Line, "rule pack %q is listed twice", it.Value)
-		default:
-			packs = append(packs, it.Value)
+			continue
 		}
+		packs = append(packs, it.Value)
+		lines = append(lines, it.Line)
 	}
-	return packs
+	return packs, lines
 }
 
 // stringList returns the items of a list of strings.

@@ -23,7 +23,7 @@
 //	scrape_configs: [...]         # Prometheus' scrape_configs, unchanged
 //	scrape_config_files: [...]    # globs of files holding more scrape_configs
 //	rule_files: [...]             # globs of Prometheus rule files
-//	rule_packs: [vllm, gpu]       # embedded packs: see RulePackNames
+//	rule_packs: [vllm, gpu]       # embedded packs: see rules.PackNames
 //	web:
 //	  listen_address: ":9090"     # --listen overrides
 //	  external_url: ""
@@ -77,7 +77,16 @@
 // errors of UnmarshalYAML and Validate methods, which carry no line, are
 // placed at the key or value they are about (the value a message quotes, the
 // key it names, or the item itself). Errors in rule files carry the line
-// inside the rule file, as reported by Prometheus' rulefmt.
+// inside the rule file, as reported by Prometheus' rulefmt (RuleFileError).
+//
+// # A leaf
+//
+// config imports no stage package. What only a stage can judge, the
+// stage's own validator judges, called by cmd/appliance (as promtool's
+// checks live in its command): rule files (rules/rulefile), rule pack names
+// (rules.PackNames) and message templates (notify/message). config gives
+// the command the lines to place those errors at: KeyLine, RulePackLine,
+// RuleFilesResolved, ErrorAt.
 //
 // # Caveats
 //

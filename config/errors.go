@@ -54,6 +54,20 @@ func sortErrors(errs []error) {
 	})
 }
 
+// JoinErrors returns nil, the only error, or all of them joined (joined
+// errors among them flattened), sorted by file and line: the form Load
+// reports, for the command to add the errors of the stages' checks.
+func JoinErrors(errs ...error) error {
+	var flat []error
+	for _, err := range errs {
+		flat = append(flat, flattenErrors(err)...)
+	}
+	return joinErrors(flat)
+}
+
+// SortErrors sorts *Errors by file and line, as Check returns them.
+func SortErrors(errs []error) { sortErrors(errs) }
+
 // flattenErrors undoes joinErrors.
 func flattenErrors(err error) []error {
 	if err == nil {

@@ -44,11 +44,20 @@ type Options struct {
 	HTTPClient *http.Client
 	// Version is shown by /api/v2/status.
 	Version string
+	// DrainTimeout bounds shutdown: when Run's context ends, the delivery
+	// in flight and one last dispatch get this long before they are cut
+	// off (what is not accepted stays in the outbox for the next start).
+	// 0 is DefaultDrainTimeout.
+	DrainTimeout time.Duration
 }
+
+// DefaultDrainTimeout is the drain at shutdown when Options leave it 0;
+// it leaves room in the five seconds a service manager typically waits.
+const DefaultDrainTimeout = 2 * time.Second
 
 // DefaultOptions returns options with a one second tick.
 func DefaultOptions() Options {
-	return Options{TickInterval: time.Second, Now: time.Now, Logger: slog.Default()}
+	return Options{TickInterval: time.Second, Now: time.Now, Logger: slog.Default(), DrainTimeout: DefaultDrainTimeout}
 }
 
 // Notifier routes alerts and delivers notifications; see the package doc.
@@ -118,6 +127,9 @@ func New(opts Options) (*Notifier, error) {
 	if opts.TickInterval <= 0 {
 		opts.TickInterval = time.Second
 	}
+	if opts.DrainTimeout <= 0 {
+		opts.DrainTimeout = DefaultDrainTimeout
+	}
 	if opts.HTTPClient == nil {
 		opts.HTTPClient = &http.Client{}
 	}
@@ -151,10 +163,30 @@ func New(opts Options) (*Notifier, error) {
 // the alerts at hand and wait group_wait again; the notification log keeps
 // them from repeating what was sent. An error leaves the old config.
 func (n *Notifier) ApplyConfig(c config.AlertingConfig) error {
+	p, err := n.Prepare(c)
+	if err != nil {
+		return err
+	}
+	return n.Apply(p)
+}
+
+// Prepared is an alerting section with its receivers, templates and time
+// intervals built, ready for Apply.
+type Prepared struct {
+	cfg        config.AlertingConfig
+	receivers  map[string][]*integration
+	templates  *message.Templates
+	intervener *timeinterval.Intervener
+	loc        *time.Location
+}
+
+// Prepare builds the routes' receivers, the message templates, the time
+// intervals and the digest's schedule of c; it changes nothing.
+func (n *Notifier) Prepare(c config.AlertingConfig) (*Prepared, error) {
 	c = c.Resolved()
 	recv, err := buildReceivers(c, n.opts.HTTPClient, n.now)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	ti := map[string][]timeinterval.TimeInterval{}
 	for _, t := range c.TimeIntervals {
@@ -162,25 +194,31 @@ func (n *Notifier) ApplyConfig(c config.AlertingConfig) error {
 	}
 	tmpl, err := message.ParseTemplates(c.Templates.Title, c.Templates.Text)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if _, _, err := c.Digest.Clock(); err != nil {
-		return err
+		return nil, err
 	}
 	loc, err := c.Digest.Location()
 	if err != nil {
-		return err
+		return nil, err
 	}
+	return &Prepared{cfg: c, receivers: recv, templates: tmpl, intervener: timeinterval.NewIntervener(ti), loc: loc}, nil
+}
+
+// Apply switches to a prepared alerting section. It fails only when the
+// digest's schedule cannot be written to the database.
+func (n *Notifier) Apply(p *Prepared) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.cfg = c
-	n.receivers = recv
-	n.templates = tmpl
-	n.root = newRoute(c.Route, nil, "0")
-	n.inhibit = &inhibitor{rules: c.InhibitRules}
-	n.intervener = timeinterval.NewIntervener(ti)
+	n.cfg = p.cfg
+	n.receivers = p.receivers
+	n.templates = p.templates
+	n.root = newRoute(p.cfg.Route, nil, "0")
+	n.inhibit = &inhibitor{rules: p.cfg.InhibitRules}
+	n.intervener = p.intervener
 	now := n.now()
-	if err := n.scheduleDigest(now, loc); err != nil {
+	if err := n.scheduleDigest(now, p.loc); err != nil {
 		return err
 	}
 	n.groups = map[string]*aggGroup{}
@@ -244,19 +282,42 @@ func (n *Notifier) route(fp model.Fingerprint, a *alert, now time.Time) {
 }
 
 // Run calls Tick every TickInterval until ctx ends; the first tick at once
-// resumes what the outbox held at the last stop.
+// resumes what the outbox held at the last stop. When ctx ends, the
+// delivery in flight may finish and one last Tick dispatches what became
+// due, both within DrainTimeout; a receiver that is slow or down is cut off
+// then, and its message stays in the outbox (bbolt) for the next start.
 func (n *Notifier) Run(ctx context.Context) error {
-	t := time.NewTicker(n.opts.TickInterval)
-	defer t.Stop()
-	for {
-		if err := n.Tick(ctx); err != nil {
-			n.log.Error("notify tick", "err", err)
+	// Deliveries run under their own context, which outlives ctx by the
+	// drain.
+	dctx, dcancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer dcancel()
+	loopDone := make(chan struct{})
+	go func() {
+		defer close(loopDone)
+		t := time.NewTicker(n.opts.TickInterval)
+		defer t.Stop()
+		for {
+			n.tickLogged(dctx)
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
 		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
+	}()
+	<-ctx.Done()
+	drain := time.AfterFunc(n.opts.DrainTimeout, dcancel)
+	defer drain.Stop()
+	<-loopDone
+	if dctx.Err() == nil {
+		n.tickLogged(dctx) // the last dispatch
+	}
+	return nil
+}
+
+func (n *Notifier) tickLogged(ctx context.Context) {
+	if err := n.Tick(ctx); err != nil {
+		n.log.Error("notify tick", "err", err)
 	}
 }
 

@@ -72,19 +72,37 @@ func NewManager(opts Options) (*Manager, error) {
 // whole set, keeping the old one, if any probe cannot be built (a TLS file
 // that does not load) or two share a name.
 func (m *Manager) ApplyConfig(probes []*config.ProbeConfig) error {
-	if err := config.ValidateProbes(probes); err != nil {
+	p, err := m.Prepare(probes)
+	if err != nil {
 		return err
+	}
+	m.Apply(p)
+	return nil
+}
+
+// Prepared is a checked set of configured probes, ready for Apply.
+type Prepared struct{ probes []*config.ProbeConfig }
+
+// Prepare checks the probes of a config (names, and that every probe can
+// be built); it changes nothing.
+func (m *Manager) Prepare(probes []*config.ProbeConfig) (*Prepared, error) {
+	if err := config.ValidateProbes(probes); err != nil {
+		return nil, err
 	}
 	for _, p := range probes {
 		if _, err := NewProber(p); err != nil {
-			return err
+			return nil, err
 		}
 	}
+	return &Prepared{probes: probes}, nil
+}
+
+// Apply replaces the configured probes with a prepared set.
+func (m *Manager) Apply(p *Prepared) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.fromCfg = probes
+	m.fromCfg = p.probes
 	m.syncLocked()
-	return nil
 }
 
 // SetDetected replaces the probes that auto-detection made. A detected

@@ -169,13 +169,28 @@ func (m *Manager) Send(alerts ...*notifier.Alert) { (*m.notifier.Load()).Send(al
 // the rules in force keep running and the error says which file and line.
 // Alerts of unchanged rules keep their state.
 func (m *Manager) Update(cfg Config) error {
+	u, err := m.Prepare(cfg)
+	if err != nil {
+		return err
+	}
+	return m.Apply(u)
+}
+
+// Prepared is a rule config whose files and packs are read, parsed and
+// compiled, ready for Apply.
+type Prepared struct{ u *pendingUpdate }
+
+// Prepare reads, parses and compiles cfg's rule files and packs; it
+// changes nothing. An error names the file and the line.
+func (m *Manager) Prepare(cfg Config) (*Prepared, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var packNames []string
 	for _, p := range cfg.Packs {
 		if _, ok := Pack(p); !ok {
-			// config knows the packs of every part; a part that is not
-			// in this build (e.g. probes) has no pack yet.
+			// The command refuses unknown names when it loads a config
+			// (against PackNames); a Config made otherwise may still
+			// name one.
 			m.logger.Warn("rule pack is not in this build; skipping it", "pack", p, "available", PackNames())
 			continue
 		}
@@ -183,21 +198,27 @@ func (m *Manager) Update(cfg Config) error {
 	}
 	ids, err := sources(cfg.Files, packNames)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	staged, err := m.loader.stage(ids)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if len(staged.order) > 0 {
 		ids = append(ids, warmupID)
 	}
-	u := &pendingUpdate{ids: ids, staged: staged, cfg: cfg}
+	return &Prepared{u: &pendingUpdate{ids: ids, staged: staged, cfg: cfg}}, nil
+}
+
+// Apply swaps prepared rules in (before Run: when Run starts).
+func (m *Manager) Apply(p *Prepared) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	if !m.started {
-		m.pending = u
+		m.pending = p.u
 		return nil
 	}
-	return m.apply(u)
+	return m.apply(p.u)
 }
 
 // apply swaps staged rules in; m.mu is held.

@@ -8,8 +8,9 @@ import (
 )
 
 // packs are the embedded rule packs, one file per pack:
-// packs/<name>.yml. A pack is added by adding its file (and its name to
-// config.RulePackNames); nothing else lists them.
+// packs/<name>.yml. A pack is added by adding its file; nothing else lists
+// them (`appliance check` and the command's loading check rule_packs
+// against PackNames).
 //
 //go:embed packs/*.yml
 var packs embed.FS

@@ -2,7 +2,6 @@ package rules
 
 import (
 	"log/slog"
-	"slices"
 	"testing"
 
 	"github.com/prometheus/common/model"
@@ -11,25 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 	yaml "go.yaml.in/yaml/v3"
 
-	"github.com/aiserve/appliance/config"
 	"github.com/aiserve/appliance/rules/rulefile"
 )
-
-// ownedElsewhere are packs config knows that another part brings.
-var ownedElsewhere = []string{"probes"}
-
-func TestPackNamesMatchConfig(t *testing.T) {
-	for _, n := range PackNames() {
-		require.Contains(t, config.RulePackNames, n, "pack %s is embedded but config does not accept it", n)
-	}
-	for _, n := range config.RulePackNames {
-		if slices.Contains(ownedElsewhere, n) {
-			continue
-		}
-		_, ok := Pack(n)
-		require.True(t, ok, "config accepts rule pack %s but it is not embedded", n)
-	}
-}
 
 // TestPacksPassPromtool checks what `promtool check rules` checks, with
 // the same parser (rulefmt, unknown fields refused): every pack as

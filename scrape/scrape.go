@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
+	commoncfg "github.com/prometheus/common/config"
 	promconfig "github.com/prometheus/prometheus/config"
 	"github.com/prometheus/prometheus/discovery"
 	_ "github.com/prometheus/prometheus/discovery/file" // file_sd_configs
@@ -100,13 +101,23 @@ func New(opts Options) (*Scraper, error) {
 	return &Scraper{logger: logger, disc: disc, mgr: mgr, discCtx: ctx, discCancel: cancel}, nil
 }
 
-// ApplyConfig applies the scrape part of cfg. The scrape manager goes first
-// so it knows a job's settings before discovery hands it the job's targets
-// (the order Prometheus uses).
-func (s *Scraper) ApplyConfig(cfg *promconfig.Config) error {
+// Plan is a scrape config checked and merged with the jobs of the job
+// sources, ready for Apply. Prepare makes one; it changes nothing.
+type Plan struct {
+	cfg   *promconfig.Config
+	scfgs []*promconfig.ScrapeConfig
+}
+
+// Prepare reads the scrape configs of cfg (with scrape_config_files),
+// adds the jobs of the job sources and checks what Apply would otherwise
+// fail on halfway: the HTTP client of every job whose scrape pool exists
+// already (Prometheus' manager rebuilds those on apply; new pools are built
+// when their targets arrive, and one that cannot be fails alone). It
+// changes nothing: a reload prepares every part before any part applies.
+func (s *Scraper) Prepare(cfg *promconfig.Config) (*Plan, error) {
 	scfgs, err := cfg.GetScrapeConfigs()
 	if err != nil {
-		return fmt.Errorf("read scrape configs: %w", err)
+		return nil, fmt.Errorf("read scrape configs: %w", err)
 	}
 	s.mu.Lock()
 	sources := slices.Clone(s.sources)
@@ -119,11 +130,11 @@ func (s *Scraper) ApplyConfig(cfg *promconfig.Config) error {
 		for _, src := range sources {
 			extra, err := src.ScrapeConfigs(cfg.GlobalConfig, func(job string) bool { return taken[job] })
 			if err != nil {
-				return fmt.Errorf("extra scrape jobs: %w", err)
+				return nil, fmt.Errorf("extra scrape jobs: %w", err)
 			}
 			for _, sc := range extra {
 				if taken[sc.JobName] {
-					return fmt.Errorf("extra scrape job %q: the name is taken", sc.JobName)
+					return nil, fmt.Errorf("extra scrape job %q: the name is taken", sc.JobName)
 				}
 				taken[sc.JobName] = true
 				scfgs = append(scfgs, sc)
@@ -136,17 +147,44 @@ func (s *Scraper) ApplyConfig(cfg *promconfig.Config) error {
 		merged.ScrapeConfigs = scfgs
 		cfg = &merged
 	}
-	if err := s.mgr.ApplyConfig(cfg); err != nil {
+	existing := s.mgr.ScrapePools()
+	for _, sc := range scfgs {
+		if !slices.Contains(existing, sc.JobName) {
+			continue
+		}
+		c, err := commoncfg.NewClientFromConfig(sc.HTTPClientConfig, sc.JobName)
+		if err != nil {
+			return nil, fmt.Errorf("job %q: error creating HTTP client: %w", sc.JobName, err)
+		}
+		c.CloseIdleConnections()
+	}
+	return &Plan{cfg: cfg, scfgs: scfgs}, nil
+}
+
+// Apply applies a prepared plan. The scrape manager goes first so it knows
+// a job's settings before discovery hands it the job's targets (the order
+// Prometheus uses).
+func (s *Scraper) Apply(p *Plan) error {
+	if err := s.mgr.ApplyConfig(p.cfg); err != nil {
 		return fmt.Errorf("apply scrape config: %w", err)
 	}
-	c := make(map[string]discovery.Configs, len(scfgs))
-	for _, sc := range scfgs {
+	c := make(map[string]discovery.Configs, len(p.scfgs))
+	for _, sc := range p.scfgs {
 		c[sc.JobName] = sc.ServiceDiscoveryConfigs
 	}
 	if err := s.disc.ApplyConfig(c); err != nil {
 		return fmt.Errorf("apply discovery config: %w", err)
 	}
 	return nil
+}
+
+// ApplyConfig prepares cfg and applies it.
+func (s *Scraper) ApplyConfig(cfg *promconfig.Config) error {
+	p, err := s.Prepare(cfg)
+	if err != nil {
+		return err
+	}
+	return s.Apply(p)
 }
 
 // Manager returns Prometheus' scrape manager, which the HTTP API reads

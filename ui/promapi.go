@@ -97,8 +97,8 @@ func (s *Server) mountPrometheusAPI(e *echo.Echo) {
 	e.Any("/api/v1/*", echo.WrapHandler(prom))
 
 	limit := s.limitBody
-	e.POST("/api/v1/write", echo.WrapHandler(prom), limit)
-	e.POST("/api/v1/import/prometheus", s.importPrometheus, limit)
+	e.POST("/api/v1/write", echo.WrapHandler(prom), s.ingestGate, limit)
+	e.POST("/api/v1/import/prometheus", s.importPrometheus, s.ingestGate, limit)
 	e.GET("/api/v1/status/config", s.statusConfig)
 	e.GET("/api/v1/metadata", s.metadata)
 	// The dashboard's back-end, next to Prometheus' API (appliance_api.go).

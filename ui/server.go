@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -105,6 +106,13 @@ type Server struct {
 	ready    atomic.Bool
 	listener net.Listener
 	started  time.Time
+
+	// stopping turns /-/ready to 503 while queries are still answered.
+	stopping atomic.Bool
+	// ingest gates remote write and import; see StopIngest.
+	ingestMu      sync.Mutex
+	ingestStopped bool
+	ingestWG      sync.WaitGroup
 }
 
 // New builds the server and binds its listener, so a port in use is an
@@ -154,6 +162,36 @@ func (s *Server) Handler() http.Handler { return s.echo }
 // SetReady marks the appliance ready (or not) to serve queries and ingest.
 func (s *Server) SetReady(r bool) { s.ready.Store(r) }
 
+// SetStopping marks the appliance as shutting down: /-/ready answers 503
+// from now on, so load balancers move away, while queries are answered
+// until Run returns.
+func (s *Server) SetStopping() { s.stopping.Store(true) }
+
+// StopIngest refuses remote write and import with 503 from now on (senders
+// retry elsewhere or later) and waits for those in flight to finish
+// writing. Queries go on.
+func (s *Server) StopIngest() {
+	s.ingestMu.Lock()
+	s.ingestStopped = true
+	s.ingestMu.Unlock()
+	s.ingestWG.Wait()
+}
+
+// ingestGate lets ingest requests through until StopIngest.
+func (s *Server) ingestGate(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		s.ingestMu.Lock()
+		if s.ingestStopped {
+			s.ingestMu.Unlock()
+			return c.String(http.StatusServiceUnavailable, "shutting down: not taking samples\n")
+		}
+		s.ingestWG.Add(1)
+		s.ingestMu.Unlock()
+		defer s.ingestWG.Done()
+		return next(c)
+	}
+}
+
 // Run serves until ctx ends, then stops taking requests and waits up to
 // three seconds for those in flight.
 func (s *Server) Run(ctx context.Context) error {
@@ -196,7 +234,7 @@ func (s *Server) routes() *echo.Echo {
 		return c.String(http.StatusOK, "Appliance is Healthy.\n")
 	})
 	e.GET("/-/ready", func(c echo.Context) error {
-		if !s.ready.Load() {
+		if !s.ready.Load() || s.stopping.Load() {
 			return c.String(http.StatusServiceUnavailable, "Service Unavailable\n")
 		}
 		return c.String(http.StatusOK, "Appliance is Ready.\n")

@@ -1,12 +1,25 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"slices"
+	"strings"
 
 	"github.com/aiserve/appliance/config"
+	"github.com/aiserve/appliance/notify/message"
+	"github.com/aiserve/appliance/rules"
+	"github.com/aiserve/appliance/rules/rulefile"
 )
+
+// `appliance check` lives here, not in config, as promtool's checks live in
+// the promtool command: config checks what it can on its own (config.Check)
+// and this file asks each stage to check its share: the rules stage its
+// rule files and pack names, the notifier its message templates. config
+// imports no stage.
 
 func cmdCheck(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("check", flag.ContinueOnError)
@@ -23,7 +36,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "appliance check: --config FILE is required")
 		return 2
 	}
-	errs := config.Check(path)
+	errs := checkConfig(path)
 	for _, err := range errs {
 		fmt.Fprintln(stderr, err)
 	}
@@ -34,4 +47,74 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "SUCCESS: %s is valid\n", path)
 	printGeneratedRules(stdout, path)
 	return 0
+}
+
+// checkConfig verifies everything `appliance check` verifies: the
+// configuration file and the scrape config files it references
+// (config.Check), the rule files (each rule expression is parsed, the
+// appliance's extensions checked), the rule pack names and the message
+// templates. Every error is a *config.Error, "file:line: message", where
+// file may be a rule or scrape config file, sorted by file and line. Rule
+// files are checked even when the configuration has errors, so that one
+// run shows everything.
+func checkConfig(path string) []error {
+	cfg, errs := config.Check(path)
+	if cfg == nil {
+		return errs
+	}
+	errs = append(errs, stageErrors(cfg)...)
+	files, _ := cfg.RuleFilesResolved() // config.Check reported bad patterns
+	for _, f := range files {
+		errs = append(errs, checkRuleFile(f)...)
+	}
+	config.SortErrors(errs)
+	return errs
+}
+
+// validate loads what the stages check of a loaded configuration beyond
+// config itself (rule pack names, message templates), in config's form:
+// nil, or *config.Error joined and sorted. Rule files are the rules stage's
+// to read when it prepares, at start and on reload.
+func validate(cfg *config.Config) error {
+	return config.JoinErrors(stageErrors(cfg)...)
+}
+
+// stageErrors are the errors of the checks config leaves to the stages.
+func stageErrors(cfg *config.Config) []error {
+	var errs []error
+	known := rules.PackNames()
+	for i, p := range cfg.RulePacks {
+		if !slices.Contains(known, p) {
+			errs = append(errs, cfg.ErrorAt(cfg.RulePackLine(i), fmt.Sprintf("unknown rule pack %q; known packs: %s", p, strings.Join(known, ", "))))
+		}
+	}
+	t := cfg.Alerting.Templates
+	if _, err := message.ParseTemplates(t.Title, ""); err != nil {
+		errs = append(errs, cfg.ErrorAt(cfg.KeyLine("alerting", "templates", "title"), err.Error()))
+	}
+	if _, err := message.ParseTemplates("", t.Text); err != nil {
+		errs = append(errs, cfg.ErrorAt(cfg.KeyLine("alerting", "templates", "text"), err.Error()))
+	}
+	return errs
+}
+
+// checkRuleFile parses a rule file with rulefile, which runs rulefmt (the
+// parser the rules manager uses) and checks the appliance's extensions,
+// and returns its errors as *config.Error with the line in the rule file.
+func checkRuleFile(file string) []error {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return []error{&config.Error{File: file, Msg: fmt.Sprintf("cannot read rule file: %v", err)}}
+	}
+	_, errs := rulefile.Parse(data)
+	var out []error
+	for _, err := range errs {
+		var xe *rulefile.Error
+		if errors.As(err, &xe) {
+			out = append(out, &config.Error{File: file, Line: xe.Line, Msg: xe.Msg})
+			continue
+		}
+		out = append(out, config.RuleFileError(file, data, err)...)
+	}
+	return out
 }

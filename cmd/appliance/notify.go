@@ -5,71 +5,36 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
-	"net/http"
 	"os"
-	"sync"
 	"time"
 
-	"github.com/prometheus/prometheus/notifier"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/aiserve/appliance/config"
 	"github.com/aiserve/appliance/notify"
-	"github.com/aiserve/appliance/ui"
+	"github.com/aiserve/appliance/storage"
 )
 
-// The notify part routes the alerts of the rules part (and those posted to
-// /api/v2/alerts) to the receivers of the alerting section, and serves
-// Alertmanager's v2 API. It is built before the rules part (rank 10 < 20)
-// so that the rules can take it as their notifier through alertSink.
-func init() {
-	partBuilders = append(partBuilders, partBuilder{rank: 10, build: buildNotify})
-}
-
-type notifyPart struct {
-	n *notify.Notifier
-}
-
-// notifiers holds the notifier of each appliance (there is one, but the
-// appliance struct is not this file's to extend).
-var notifiers sync.Map // *appliance → *notify.Notifier
-
-// alertSink returns what the rules part hands its alerts to: the notifier,
-// or nil when the notify part was not built.
-func (a *appliance) alertSink() interface {
-	Send(alerts ...*notifier.Alert)
-} {
-	if n, ok := notifiers.Load(a); ok {
-		return n.(*notify.Notifier)
-	}
-	return nil
-}
-
-func buildNotify(a *appliance, cfg *config.Config) (part, error) {
+// newNotifier builds the notify stage: it routes the alerts of the rules
+// (and those posted to /api/v2/alerts) to the receivers of the alerting
+// section, with its outbox and state in the storage's bbolt file, and
+// serves Alertmanager's v2 API.
+func newNotifier(cfg *config.Config, db *storage.DB, logger *slog.Logger, reg prometheus.Registerer) (*notify.Notifier, error) {
 	opts := notify.DefaultOptions()
-	opts.DB = a.db.State()
+	opts.DB = db.State()
 	opts.Config = cfg.Alerting
 	opts.ExternalURL = externalURL(cfg)
-	opts.Logger = a.logger.With("component", "notify")
-	opts.Registerer = a.reg
+	opts.Logger = logger
+	opts.Registerer = reg
 	opts.Version = version
 	n, err := notify.New(opts)
 	if err != nil {
 		return nil, fmt.Errorf("notify: %w", err)
 	}
-	notifiers.Store(a, n)
-	a.uiExtra = append(a.uiExtra, func(o *ui.Options) {
-		if o.Handlers == nil {
-			o.Handlers = map[string]http.Handler{}
-		}
-		o.Handlers["/api/v2/"] = n.Handler()
-	})
-	return &notifyPart{n: n}, nil
+	return n, nil
 }
-
-func (p *notifyPart) name() string                         { return "notify" }
-func (p *notifyPart) run(ctx context.Context) error        { return p.n.Run(ctx) }
-func (p *notifyPart) applyConfig(cfg *config.Config) error { return p.n.ApplyConfig(cfg.Alerting) }
 
 // externalURL is web.external_url, or http://<host name>:<port> of the
 // listen address, for the links in messages.

@@ -1,9 +1,9 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -12,24 +12,17 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/aiserve/appliance/config"
+	"github.com/aiserve/appliance/query"
 	"github.com/aiserve/appliance/rules"
 	"github.com/aiserve/appliance/rules/rulefile"
-	"github.com/aiserve/appliance/ui"
+	"github.com/aiserve/appliance/storage"
 )
 
-// The rules part evaluates rule_files and rule_packs with Prometheus'
-// rules manager over the raw tier, and serves them at /api/v1/rules and
-// /api/v1/alerts. It runs even with no rules, so that a reload can add
-// some.
-func init() {
-	partBuilders = append(partBuilders, partBuilder{rank: 20, build: buildRules})
-}
-
-type rulesPart struct {
-	m *rules.Manager
-}
-
-func buildRules(a *appliance, cfg *config.Config) (part, error) {
+// newRules builds the rules stage: rule_files and rule_packs evaluated
+// with Prometheus' rules manager over the raw tier, alerts handed to sink
+// (the notifier). It is built even with no rules, so that a reload can add
+// some. The config is applied when Run starts.
+func newRules(cfg *config.Config, db *storage.DB, engine *query.Engine, sink rules.Notifier, logger *slog.Logger, reg prometheus.Registerer) (*rules.Manager, error) {
 	// Alerts link to the appliance's graph page (notify.go's externalURL:
 	// web.external_url, else this host and port).
 	ext, err := url.Parse(externalURL(cfg))
@@ -39,23 +32,18 @@ func buildRules(a *appliance, cfg *config.Config) (part, error) {
 	opts := rules.DefaultOptions()
 	// The raw tier: rules need every sample of their windows, and their
 	// output is stored like scraped data.
-	opts.Queryable = a.db.Raw()
-	opts.Appendable = a.db
-	opts.Engine = a.engine
-	opts.Logger = a.logger.With("component", "rules")
-	opts.Registerer = prometheus.WrapRegistererWithPrefix("appliance_", a.reg)
+	opts.Queryable = db.Raw()
+	opts.Appendable = db
+	opts.Engine = engine
+	opts.Logger = logger
+	opts.Registerer = reg
 	opts.ExternalURL = ext
-	// The notify part (rank 10) is built first; without it alerts are logged.
-	opts.Notifier = a.alertSink()
+	opts.Notifier = sink
 	m := rules.New(opts)
 	if err := m.Update(rulesConfig(cfg)); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("rules: %w", err)
 	}
-	a.uiExtra = append(a.uiExtra, func(o *ui.Options) {
-		o.Rules = m
-		o.Middleware = append(o.Middleware, m.APIMiddleware)
-	})
-	return &rulesPart{m: m}, nil
+	return m, nil
 }
 
 func rulesConfig(cfg *config.Config) rules.Config {
@@ -66,10 +54,6 @@ func rulesConfig(cfg *config.Config) rules.Config {
 		ExternalLabels: cfg.PrometheusConfig().GlobalConfig.ExternalLabels,
 	}
 }
-
-func (p *rulesPart) name() string                         { return "rules" }
-func (p *rulesPart) run(ctx context.Context) error        { return p.m.Run(ctx) }
-func (p *rulesPart) applyConfig(cfg *config.Config) error { return p.m.Update(rulesConfig(cfg)) }
 
 // printGeneratedRules writes, for `appliance check`, the PromQL that the
 // extensions of the config's rule files and packs compile to.

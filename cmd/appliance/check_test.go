@@ -1,0 +1,119 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/aiserve/appliance/config"
+	"github.com/aiserve/appliance/rules"
+)
+
+// badFiles maps every testdata/*.bad.yml (and testdata/alerting/*.bad.yml)
+// to the errors `appliance check` reports: the ones a stage finds (rule
+// files, rule pack names, templates), which config does not check itself.
+var badFiles = map[string][]string{
+	// The second pattern of rule_files matches nothing, which is fine
+	// (as in Prometheus); the error is inside the rule file.
+	"testdata/rule-expr.bad.yml": {
+		`testdata/badrules/expr.rules.yml:8: group "vllm", rule 2, "VLLMSlowTTFT": could not parse expression: 1:93: parse error: unclosed left parenthesis`,
+	},
+	"testdata/rule-packs.bad.yml": {
+		`testdata/rule-packs.bad.yml:3: unknown rule pack "ollama"; known packs: ` + strings.Join(rules.PackNames(), ", "),
+	},
+	"testdata/alerting/template.bad.yml": {
+		`testdata/alerting/template.bad.yml:3: title template: template: title:1: unclosed action`,
+	},
+}
+
+func errorStrings(t *testing.T, errs []error) []string {
+	t.Helper()
+	var s []string
+	for _, err := range errs {
+		var e *config.Error
+		require.True(t, errors.As(err, &e), "not a *config.Error: %v", err)
+		s = append(s, e.Error())
+	}
+	return s
+}
+
+func TestCheckBadFiles(t *testing.T) {
+	files, err := filepath.Glob("testdata/*.bad.yml")
+	require.NoError(t, err)
+	more, err := filepath.Glob("testdata/alerting/*.bad.yml")
+	require.NoError(t, err)
+	files = append(files, more...)
+	require.Len(t, files, len(badFiles), "every testdata/**/*.bad.yml needs an entry in badFiles and vice versa")
+	for _, f := range files {
+		t.Run(f, func(t *testing.T) {
+			want, ok := badFiles[f]
+			require.True(t, ok, "no expected errors for %s", f)
+			require.Equal(t, want, errorStrings(t, checkConfig(f)))
+		})
+	}
+}
+
+// TestLoadConfigReportsStageErrors: run and reload refuse what check
+// refuses, with the same file:line.
+func TestLoadConfigReportsStageErrors(t *testing.T) {
+	for _, f := range []string{"testdata/rule-packs.bad.yml", "testdata/alerting/template.bad.yml"} {
+		_, err := loadConfig(runFlags{config: f})
+		require.Error(t, err, f)
+		require.Equal(t, badFiles[f][0], err.Error())
+	}
+}
+
+func TestCheckConfigGoodFile(t *testing.T) {
+	require.Empty(t, checkConfig("../../config/testdata/good.yml"))
+}
+
+// TestCheckExtendedRuleFiles: `appliance check` accepts rule files with
+// extensions and refuses bad ones at file:line.
+func TestCheckExtendedRuleFiles(t *testing.T) {
+	require.Empty(t, checkRuleFile("testdata/rules-ext/good.rules.yml"))
+
+	const f = "testdata/rules-ext/bad.rules.yml"
+	require.Equal(t, []string{
+		f + `:4: group "bad", rule 1, "NoSeverity": the label severity is missing; every alerting rule needs severity: P0, P1 or P2`,
+		f + `:8: group "bad", rule 2, "WrongSeverity": severity "critical": want P0, P1 or P2`,
+		f + ":11: group \"bad\", rule 3, \"NotAComparison\": instances needs an expression that is a comparison without bool, such as `latency > 2`: it is evaluated per instance",
+		f + `:18: group "bad", rule 4, "EscalateDown": escalate_when_all P2 must be more urgent than the rule's severity P1`,
+	}, errorStrings(t, checkConfig("testdata/rules-ext/appliance.yml")))
+}
+
+func TestCheckRuleFileErrors(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "r.yml")
+	require.NoError(t, os.WriteFile(p, []byte(`groups:
+  - name: g
+    rules:
+      - record: job:up:sum
+        expr: sum by (job) (up)
+      - alert: A
+        expr: up == 0
+        labels:
+          severity: P0
+        annotations:
+          summary: "{{ $labels.instance"
+      - alert: B
+        expr: up == 0
+        fro: 5m
+`), 0o644))
+	require.Equal(t, []string{p + `:14: unknown field "fro"`}, errorStrings(t, checkRuleFile(p)))
+
+	require.NoError(t, os.WriteFile(p, []byte(`groups:
+  - name: g
+    rules:
+      - alert: A
+        expr: up == 0
+        annotations:
+          summary: "{{ $labels.instance"
+`), 0o644))
+	got := errorStrings(t, checkRuleFile(p))
+	require.Len(t, got, 1)
+	require.True(t, strings.HasPrefix(got[0], p+`:7: group "g", rule 1, "A": annotation "summary": template: __alert_A:1: unclosed action`), got[0])
+}

@@ -1,0 +1,447 @@
+package main
+
+// This file is where the parts meet. Read it top to bottom for the whole
+// appliance: newAppliance builds every part in the order below (building
+// starts nothing), run starts them and stops them in order, and reload
+// changes their config in two phases.
+//
+// Parts, in the order they are built (each takes what is above it):
+//
+//	storage      raw/1m/5m tiers and the bbolt state file
+//	query        the PromQL engine over the tiers
+//	downsample   rolls raw data up into the 1m and 5m tiers
+//	notify       routes alerts to receivers through the bbolt outbox
+//	rules        evaluates rule files and packs; alerts go to notify
+//	inputs       probes, local readings, auto-detection (see probes.go)
+//	scrape       Prometheus' scrape and discovery managers, with the jobs
+//	             auto-detection finds
+//	web          the HTTP API; binds its port, answers once ready
+//
+// Shutdown (SIGTERM, SIGINT, or a part that fails) stops them one after the
+// other, each waiting for the one before to return:
+//
+//	1. /-/ready answers 503 (queries are still answered)
+//	2. input: web ingest (remote write, import), auto-detection, scrape,
+//	   probes, local readings
+//	3. rules
+//	4. notify: the delivery in flight and one last dispatch, bounded;
+//	   whatever is not accepted stays in the outbox for the next start
+//	5. downsample
+//	6. web: queries are answered until here
+//	7. storage closes, after every part has returned, and flushes to disk
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/oklog/run"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	promconfig "github.com/prometheus/prometheus/config"
+
+	"github.com/aiserve/appliance/config"
+	"github.com/aiserve/appliance/downsample"
+	"github.com/aiserve/appliance/notify"
+	"github.com/aiserve/appliance/query"
+	"github.com/aiserve/appliance/rules"
+	"github.com/aiserve/appliance/scrape"
+	"github.com/aiserve/appliance/storage"
+	"github.com/aiserve/appliance/ui"
+)
+
+// appliance holds the parts. Construction opens the storage and binds the
+// port but starts nothing; run starts every part and stops them in order.
+type appliance struct {
+	flags  runFlags
+	logger *slog.Logger
+	cfg    atomic.Pointer[config.Config]
+	// reloadMu serialises reloads (SIGHUP and /-/reload may race).
+	reloadMu sync.Mutex
+
+	reg        *prometheus.Registry
+	reloadOK   prometheus.Gauge
+	reloadTime prometheus.Gauge
+
+	// The parts, in the order they are built.
+	db          *storage.DB
+	engine      *query.Engine
+	downsampler *downsample.Downsampler
+	notifier    *notify.Notifier
+	rules       *rules.Manager
+	inputs      *inputs
+	scraper     *scrape.Scraper
+	web         *ui.Server
+
+	// extra actors run next to the appliance (the demo fleet); they stop
+	// after the web server, before the storage closes.
+	extra []actor
+}
+
+type actor struct {
+	name string
+	run  func(ctx context.Context) error
+}
+
+func newAppliance(cfg *config.Config, f runFlags, logger *slog.Logger) (_ *appliance, err error) {
+	a := &appliance{flags: f, logger: logger, reg: prometheus.NewRegistry()}
+	a.cfg.Store(cfg)
+	a.reg.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
+	// Components from Prometheus' libraries register their own metrics;
+	// the prefix keeps every self-metric under appliance_.
+	libReg := prometheus.WrapRegistererWithPrefix("appliance_", a.reg)
+	a.reloadOK = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "appliance_config_last_reload_successful",
+		Help: "Whether the last configuration reload attempt was successful.",
+	})
+	a.reloadTime = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "appliance_config_last_reload_success_timestamp_seconds",
+		Help: "Timestamp of the last successful configuration reload.",
+	})
+	bi := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name:        "appliance_build_info",
+		Help:        "Build information; the value is 1.",
+		ConstLabels: prometheus.Labels{"version": version, "revision": buildRevision(), "goversion": buildInfo().GoVersion},
+	})
+	bi.Set(1)
+	a.reg.MustRegister(a.reloadOK, a.reloadTime, bi)
+
+	// storage
+	sopts := storage.DefaultOptions()
+	sopts.Path = cfg.Storage.Path
+	if r := time.Duration(cfg.Storage.Retention.Raw); r > 0 {
+		sopts.RetentionRaw = r
+	}
+	if r := time.Duration(cfg.Storage.Retention.OneMinute); r > 0 {
+		sopts.Retention1m = r
+	}
+	if r := time.Duration(cfg.Storage.Retention.FiveMinute); r > 0 {
+		sopts.Retention5m = r
+	}
+	sopts.MemoryBudget = int64(cfg.Storage.MemoryBudget)
+	sopts.Logger = logger.With("component", "storage")
+	sopts.Registerer = a.reg
+	a.db, err = storage.Open(sopts)
+	if err != nil {
+		return nil, fmt.Errorf("open storage in %s: %w", cfg.Storage.Path, err)
+	}
+	defer func() {
+		if err != nil {
+			_ = a.db.Close()
+		}
+	}()
+
+	// query
+	a.engine = query.New(query.Options{
+		Timeout:       time.Duration(cfg.Query.Timeout),
+		MaxSamples:    cfg.Query.MaxSamples,
+		MaxConcurrent: cfg.Query.MaxConcurrency,
+		LookbackDelta: time.Duration(cfg.Query.LookbackDelta),
+		// 0 takes the engine's default, one part per core.
+		SplitParallelism: cfg.Query.SplitParallelism,
+	}, logger.With("component", "query"), libReg)
+	a.engine.SetNoStepSubqueryInterval(time.Duration(cfg.Global.EvaluationInterval))
+
+	// downsample
+	dopts := downsample.DefaultOptions()
+	dopts.Logger = logger.With("component", "downsample")
+	dopts.Registerer = a.reg // its metrics are named appliance_downsample_*
+	if a.downsampler, err = downsample.New(a.db, dopts); err != nil {
+		return nil, err
+	}
+
+	// notify
+	if a.notifier, err = newNotifier(cfg, a.db, logger.With("component", "notify"), a.reg); err != nil {
+		return nil, err
+	}
+
+	// rules, which hand their alerts to notify
+	if a.rules, err = newRules(cfg, a.db, a.engine, a.notifier, logger.With("component", "rules"), libReg); err != nil {
+		return nil, err
+	}
+
+	// inputs: probes, local readings, auto-detection
+	if a.inputs, err = newInputs(cfg, a.db, logger); err != nil {
+		return nil, err
+	}
+
+	// scrape, with auto-detection's jobs added before the config is
+	// applied, once.
+	a.scraper, err = scrape.New(scrape.Options{
+		Logger:     logger,
+		Registerer: libReg,
+		Appendable: a.db,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if a.inputs.detect != nil {
+		a.scraper.AddJobSource(a.inputs.detect)
+	}
+	if err := a.scraper.ApplyConfig(cfg.PrometheusConfig()); err != nil {
+		return nil, err
+	}
+
+	// web
+	tlsCfg, err := serverTLS(cfg.Web.TLSServerConfig)
+	if err != nil {
+		return nil, err
+	}
+	users := map[string]string{}
+	for u, h := range cfg.Web.BasicAuthUsers {
+		users[u] = string(h)
+	}
+	a.web, err = ui.New(ui.Options{
+		ListenAddress:    cfg.Web.ListenAddress,
+		Logger:           logger.With("component", "web"),
+		Storage:          a.db,
+		Engine:           a.engine,
+		Targets:          a.scraper.Manager(),
+		Rules:            a.rules,
+		ConfigYAML:       func() string { return a.cfg.Load().String() },
+		PromConfig:       func() promconfig.Config { return *a.cfg.Load().PrometheusConfig() },
+		Reload:           a.reload,
+		LookbackDelta:    a.engine.Options().LookbackDelta,
+		StorageRetention: sopts.RetentionRaw.String(),
+		Flags:            f.flagMap(),
+		BuildInfo:        buildInfo(),
+		Gatherer:         a.reg,
+		Registerer:       libReg,
+		// Per-request max_source_resolution and the tiers that served a
+		// query; /api/v1/rules and /api/v1/alerts in Prometheus' form.
+		Middleware: []func(http.Handler) http.Handler{ui.TiersMiddleware, a.rules.APIMiddleware},
+		Handlers: map[string]http.Handler{
+			"/api/v2/":             a.notifier.Handler(), // Alertmanager's v2 API
+			"/api/v1/status/tiers": ui.TierStatsHandler(a.db),
+		},
+		BasicAuthUsers:      users,
+		TLS:                 tlsCfg,
+		MaxRequestBodyBytes: int64(cfg.Web.MaxRequestBodyBytes),
+		DashboardsDir:       cfg.UI.DashboardsDir,
+		ProbeTargets:        a.probeTargets,
+	})
+	if err != nil {
+		return nil, err
+	}
+	a.reloadOK.Set(1)
+	a.reloadTime.SetToCurrentTime()
+	return a, nil
+}
+
+// run starts every part and blocks until SIGTERM/SIGINT or a part fails;
+// then it stops the parts in the order of the file comment and closes the
+// storage.
+//
+// oklog/run calls the interrupts one after the other, in the order the
+// actors were added, once the first actor returns. Each part's interrupt
+// (addPart) cancels the part and waits for it to return, so the order of
+// g.Add below is the order of shutdown. All parts start at once when
+// g.Run starts; building (newAppliance) happened in the order above.
+func (a *appliance) run() error {
+	var g run.Group
+
+	// 1. Signals. The interrupt turns /-/ready to 503 first, whatever
+	// stops the group, so that load balancers move away while the rest
+	// shuts down; queries are answered until the web server stops (6).
+	{
+		term := make(chan os.Signal, 1)
+		hup := make(chan os.Signal, 1)
+		signal.Notify(term, os.Interrupt, syscall.SIGTERM)
+		signal.Notify(hup, syscall.SIGHUP)
+		stop := make(chan struct{})
+		g.Add(func() error {
+			for {
+				select {
+				case s := <-term:
+					a.web.SetStopping()
+					a.logger.Info("received signal, shutting down", "signal", s.String())
+					return nil
+				case <-hup:
+					_ = a.reload()
+				case <-stop:
+					return nil
+				}
+			}
+		}, func(error) {
+			a.web.SetStopping()
+			signal.Stop(term)
+			signal.Stop(hup)
+			close(stop)
+		})
+	}
+
+	// 2. Input, so that nothing new arrives while the rest stops.
+	// Web ingest first: remote write and import answer 503 (senders
+	// retry) and those in flight finish writing.
+	a.addPart(&g, "web ingest", func(ctx context.Context) error {
+		<-ctx.Done()
+		a.web.StopIngest()
+		return nil
+	})
+	// Auto-detection before scrape and probes: it hands them jobs and
+	// probes, and a probe it hands over after the probe manager stopped
+	// would write after input stopped.
+	if in := a.inputs; in.detect != nil {
+		a.addPart(&g, "autodetect", in.detect.Run)
+	}
+	// The scraper writes no staleness markers on shutdown (series go on
+	// after a restart, as in Prometheus), but scrapes in flight append
+	// until Run returns. The probes and the local readings mark their
+	// series stale when they stop. All of them need the storage open,
+	// which it is until every part has returned.
+	a.addPart(&g, "scrape", a.scraper.Run)
+	a.addPart(&g, "probes", a.inputs.probes.Run)
+	if in := a.inputs; in.local != nil {
+		a.addPart(&g, "local readings", in.local.Run)
+	}
+
+	// 3. Rules, after input: the evaluation in flight ends, its alerts
+	// reach the notifier, which still runs. Recording rules write to the
+	// storage.
+	a.addPart(&g, "rules", a.rules.Run)
+
+	// 4. Notify, after rules, so it has their last alerts: it lets the
+	// delivery in flight finish and dispatches once more, within
+	// notify.DefaultDrainTimeout; what is not accepted stays in the outbox
+	// (the storage's bbolt file, still open) and is sent at the next start.
+	a.addPart(&g, "notify", a.notifier.Run)
+
+	// 5. Downsample, after every writer of raw samples, so its last
+	// rollup sees them; it writes tiers and its watermarks to the storage.
+	a.addPart(&g, "downsample", func(ctx context.Context) error {
+		defer a.downsampler.Close()
+		return a.downsampler.Run(ctx)
+	})
+
+	// 6. Web. Its API reads the rules and the notifier, which stay
+	// readable after they stopped; it waits up to three seconds for the
+	// requests in flight.
+	a.addPart(&g, "web", a.web.Run)
+
+	for _, x := range a.extra {
+		a.addPart(&g, x.name, x.run)
+	}
+
+	cfg := a.cfg.Load()
+	a.logger.Info("appliance started", "version", version, "listen", a.web.Addr().String(),
+		"data", cfg.Storage.Path, "config", a.flags.config, "scrape_jobs", len(cfg.ScrapeConfigs))
+	a.web.SetReady(true)
+	err := g.Run()
+	a.web.SetReady(false)
+
+	// 7. Storage, last: every part that writes has returned (g.Run waits
+	// for every actor). Closing flushes it to disk.
+	start := time.Now()
+	if cerr := a.db.Close(); cerr != nil {
+		err = errors.Join(err, fmt.Errorf("close storage: %w", cerr))
+	}
+	a.logger.Info("storage closed", "took", time.Since(start).Round(time.Millisecond).String())
+	a.logger.Info("appliance stopped")
+	return err
+}
+
+// addPart adds a part to the group: fn runs until its context ends. The
+// interrupt cancels that context and waits until fn has returned, so that
+// the next interrupt (the next part) starts only then.
+func (a *appliance) addPart(g *run.Group, name string, fn func(context.Context) error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	g.Add(func() error {
+		defer close(done)
+		if err := fn(ctx); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		return nil
+	}, func(error) {
+		cancel()
+		<-done
+		a.logger.Info("part stopped", "part", name)
+	})
+}
+
+// reload re-reads the config file in two phases. First every part
+// prepares the new config and changes nothing: rules read, parse and
+// compile their files and packs, notify builds its receivers, templates
+// and time intervals, the scraper merges and checks its jobs, the probes
+// build their probers. Only when all have succeeded does any part apply.
+// A config that does not load or that a part refuses leaves everything
+// as it was; the error names the part and, where known, the file and
+// line. Storage, query and web settings need a restart (a warning says
+// so); the rest applies at once.
+func (a *appliance) reload() error {
+	a.reloadMu.Lock()
+	defer a.reloadMu.Unlock()
+	if a.flags.config == "" {
+		a.logger.Info("reload requested, but the embedded default config is in use: nothing to reload")
+		return nil
+	}
+	fail := func(err error) error {
+		a.reloadOK.Set(0)
+		a.logger.Error("config reload refused; the previous config keeps running", "file", a.flags.config, "err", err)
+		return err
+	}
+	cfg, err := loadConfig(a.flags)
+	if err != nil {
+		return fail(err)
+	}
+
+	// Phase 1: prepare. Every part is asked, so that one answer names
+	// every problem.
+	var errs []error
+	rulesNext, err := a.rules.Prepare(rulesConfig(cfg))
+	if err != nil {
+		errs = append(errs, fmt.Errorf("rules: %w", err))
+	}
+	notifyNext, err := a.notifier.Prepare(cfg.Alerting)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("notify: %w", err))
+	}
+	scrapeNext, err := a.scraper.Prepare(cfg.PrometheusConfig())
+	if err != nil {
+		errs = append(errs, fmt.Errorf("scrape: %w", err))
+	}
+	probesNext, err := a.inputs.prepare(cfg)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("probes: %w", err))
+	}
+	if len(errs) > 0 {
+		return fail(errors.Join(errs...))
+	}
+
+	// Phase 2: apply. Notify first, so that alerts of new rules find
+	// their routes; the scraper after rules, so that rules over new jobs
+	// are in force when their first samples arrive. What can still fail
+	// here is I/O that preparing cannot foresee (the notifier's state
+	// file, Prometheus' managers); it is reported as such.
+	if err := a.notifier.Apply(notifyNext); err != nil {
+		return fail(fmt.Errorf("notify: apply: %w", err))
+	}
+	if err := a.rules.Apply(rulesNext); err != nil {
+		return fail(fmt.Errorf("rules: apply: %w", err))
+	}
+	if err := a.scraper.Apply(scrapeNext); err != nil {
+		return fail(fmt.Errorf("scrape: apply: %w", err))
+	}
+	a.inputs.apply(cfg, probesNext, a.logger)
+	a.engine.SetNoStepSubqueryInterval(time.Duration(cfg.Global.EvaluationInterval))
+	old := a.cfg.Swap(cfg)
+	if changed := restartOnly(old, cfg); len(changed) > 0 {
+		a.logger.Warn("these settings take effect after a restart", "keys", strings.Join(changed, ", "))
+	}
+	a.reloadOK.Set(1)
+	a.reloadTime.SetToCurrentTime()
+	a.logger.Info("config reloaded", "file", a.flags.config, "scrape_jobs", len(cfg.ScrapeConfigs))
+	return nil
+}

@@ -1,0 +1,83 @@
+package notify
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/aiserve/appliance/config"
+)
+
+// blockingReceiver answers 200 once release is closed; inFlight is closed
+// when the first request arrives.
+func blockingReceiver(t *testing.T) (url string, inFlight, release chan struct{}) {
+	inFlight, release = make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		once.Do(func() { close(inFlight) })
+		select {
+		case <-release:
+		case <-r.Context().Done():
+			return
+		}
+	}))
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	})
+	return srv.URL, inFlight, release
+}
+
+const drainConfig = `
+alerting:
+  route: {receiver: slow, group_by: [alertname], group_wait: 0s}
+  receivers:
+    - name: slow
+      webhook_configs: [{url: "URL"}]
+`
+
+// TestRunDrainsAtShutdown: when Run's context ends with a delivery in
+// flight, the delivery may finish within the drain; one that does not is
+// cut off and its message stays in the outbox.
+func TestRunDrainsAtShutdown(t *testing.T) {
+	for _, accepted := range []bool{true, false} {
+		name := map[bool]string{true: "accepted during the drain", false: "cut off at the drain"}[accepted]
+		t.Run(name, func(t *testing.T) {
+			url, inFlight, release := blockingReceiver(t)
+			clock := &fakeClock{t: t0}
+			cfg, err := config.Load([]byte(strings.Replace(drainConfig, "URL", url, 1)), "test.yml")
+			require.NoError(t, err)
+			e := newEnv(t, clock, cfg.Alerting)
+			e.n.opts.DrainTimeout = 50 * time.Millisecond
+			if accepted {
+				e.n.opts.DrainTimeout = time.Hour // the release ends it
+			}
+			e.fire(t0.Add(time.Hour), "alertname", "Slow")
+
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- e.n.Run(ctx) }()
+			<-inFlight
+			cancel()
+			if accepted {
+				close(release)
+			}
+			require.NoError(t, <-done)
+			if accepted {
+				require.Zero(t, e.outboxLen(), "delivered during the drain")
+			} else {
+				require.Equal(t, 1, e.outboxLen(), "kept for the next start")
+			}
+		})
+	}
+}
