@@ -7,12 +7,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -22,6 +20,7 @@ import (
 
 	"github.com/aiserve/appliance/config"
 	"github.com/aiserve/appliance/demo"
+	"github.com/aiserve/appliance/internal/pipenet"
 )
 
 // llmConfig returns a valid llm probe config for url.
@@ -51,76 +50,14 @@ func runProbe(t *testing.T, c *config.ProbeConfig) Result {
 	return p.Probe(context.Background())
 }
 
-// pipeListener is a net.Listener whose connections are net.Pipe pairs.
-// Inside a testing/synctest bubble an HTTP server and the probe's client
-// talk over it with the bubble's clock: a goroutine blocked on a pipe is
-// durably blocked, so fake time moves on while the server sleeps, which a
-// real socket would not allow.
-type pipeListener struct {
-	conns  chan net.Conn
-	closed chan struct{}
-	once   sync.Once
-}
-
-func newPipeListener() *pipeListener {
-	return &pipeListener{conns: make(chan net.Conn), closed: make(chan struct{})}
-}
-
-func (l *pipeListener) Accept() (net.Conn, error) {
-	select {
-	case c := <-l.conns:
-		return c, nil
-	case <-l.closed:
-		return nil, net.ErrClosed
-	}
-}
-
-func (l *pipeListener) Close() error {
-	l.once.Do(func() { close(l.closed) })
-	return nil
-}
-
-func (l *pipeListener) Addr() net.Addr { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 80} }
-
-// dial is the probe's DialContext: whatever the address, it connects to
-// the listener's server.
-func (l *pipeListener) dial(ctx context.Context, _, _ string) (net.Conn, error) {
-	client, server := net.Pipe()
-	select {
-	case l.conns <- server:
-		return client, nil
-	case <-l.closed:
-		return nil, net.ErrClosed
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
-
-// bubbleProbe runs one probe of c (llm or http) against h, both inside the synctest
-// bubble the caller runs in: time.Now, sleeps and timeouts are the
-// bubble's, so every duration the probe measures is exact. c's URL only
-// names the path; every connection goes to h.
+// bubbleProbe runs one probe of c (llm or http) against h, both inside
+// the synctest bubble the caller runs in (see package pipenet): time.Now,
+// sleeps and timeouts are the bubble's, so every duration the probe
+// measures is exact. c's URL only names the path; every connection goes
+// to h.
 func bubbleProbe(t *testing.T, h http.Handler, c *config.ProbeConfig) Result {
 	t.Helper()
-	ln := newPipeListener()
-	var handlers sync.WaitGroup
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		handlers.Add(1)
-		defer handlers.Done()
-		h.ServeHTTP(w, r)
-	})}
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		_ = srv.Serve(ln)
-	}()
-	defer func() {
-		require.NoError(t, srv.Close())
-		<-served
-		// Close does not wait for handlers; one may still be sleeping
-		// through the rest of its stream.
-		handlers.Wait()
-	}()
+	srv := pipenet.Serve(t, h)
 	p, err := NewProber(c)
 	require.NoError(t, err)
 	var client *http.Client
@@ -132,7 +69,7 @@ func bubbleProbe(t *testing.T, h http.Handler, c *config.ProbeConfig) Result {
 	default:
 		t.Fatalf("no client to redirect in a %T", p)
 	}
-	client.Transport.(*http.Transport).DialContext = ln.dial
+	client.Transport.(*http.Transport).DialContext = srv.Dial
 	return p.Probe(context.Background())
 }
 
