@@ -5,7 +5,6 @@ import (
 	"math"
 	"testing"
 
-	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql/parser"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 	"github.com/stretchr/testify/require"
@@ -83,6 +82,3 @@ func Last(t testing.TB, db *storage.DB, selector string) map[string]float64 {
 	}
 	return out
 }
-
-// Key prints a label set the way Select keys its result.
-func Key(ls labels.Labels) string { return ls.String() }
