@@ -23,8 +23,9 @@ test: vet
 # code and commit the input, which then runs as a seed in every `go test`.
 # Minimizing is capped at 1s an input: at Go's default of 60s the workers
 # spent a 15s budget minimizing the first new inputs and ran ~20 execs.
-# With 1s, on 2 heavily shared cores: rule files ~500 execs/s, the probe's
-# streams ~600/s, the two ui targets (a big instrumented binary) ~25/s.
+# With 1s, on 2 heavily shared cores, one 15s run each executed: import
+# 2134 inputs, remote write 473, rule files 9060, probe streams 8093;
+# `make fuzz` took 3m08s with the instrumented builds.
 FUZZTIME ?= 15s
 FUZZ_TARGETS := ./ui:FuzzImportParser ./ui:FuzzRemoteWrite ./rules/rulefile:FuzzParse ./probe:FuzzStreamParser
 
