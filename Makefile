@@ -6,14 +6,35 @@ REVISION  := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 BUILDDATE := $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS   := -X main.version=$(VERSION) -X main.revision=$(REVISION) -X main.buildDate=$(BUILDDATE)
 
-.PHONY: build test vet fmt bench-ingest clean
+.PHONY: build test fuzz vet fmt bench-ingest clean
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/appliance ./cmd/appliance
 
-# Unit, integration and end-to-end tests (the e2e tests build the binary).
+# Unit, integration and end-to-end tests (the e2e tests build the binary),
+# then every fuzz target for a bounded time.
 test: vet
 	$(GO) test -count=1 -timeout 30m ./...
+	$(MAKE) fuzz
+
+# Go's native fuzzing, FUZZTIME per target (4 targets: about a minute of
+# fuzzing plus the instrumented builds). An input that fails is written
+# to the package's testdata/fuzz/<Target>/ and fails the run: fix the
+# code and commit the input, which then runs as a seed in every `go test`.
+# Minimizing is capped at 1s an input: at Go's default of 60s the workers
+# spent a 15s budget minimizing the first new inputs and ran ~20 execs.
+# With 1s, on 2 heavily shared cores, one 15s run each executed: import
+# 2134 inputs, remote write 473, rule files 9060, probe streams 8093;
+# `make fuzz` took 3m08s with the instrumented builds.
+FUZZTIME ?= 15s
+FUZZ_TARGETS := ./ui:FuzzImportParser ./ui:FuzzRemoteWrite ./rules/rulefile:FuzzParse ./probe:FuzzStreamParser
+
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t##*:}; \
+		echo "fuzz $$name ($$pkg) for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 1s $$pkg; \
+	done
 
 vet:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \

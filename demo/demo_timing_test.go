@@ -3,9 +3,11 @@ package demo
 import (
 	"testing"
 	"time"
+
+	"github.com/aiserve/appliance/clock"
 )
 
-func benchInstance(b *testing.B, models []string) (*Instance, *fakeClock) {
+func benchInstance(b *testing.B, models []string) (*Instance, *clock.Fake) {
 	b.Helper()
 	clock := newFakeClock()
 	f, err := NewFleet(FleetOptions{Instances: 1, Models: models, Seed: 1, Now: clock.Now})
@@ -14,7 +16,7 @@ func benchInstance(b *testing.B, models []string) (*Instance, *fakeClock) {
 	}
 	b.Cleanup(func() { f.Close() })
 	in := f.Instance(0)
-	clock.Add(time.Hour)
+	clock.Advance(time.Hour)
 	in.AppendMetrics(nil)
 	return in, clock
 }
@@ -26,7 +28,7 @@ func BenchmarkScrapeInstance(b *testing.B) {
 	var buf []byte
 	b.ReportAllocs()
 	for b.Loop() {
-		clock.Add(5 * time.Second)
+		clock.Advance(5 * time.Second)
 		buf = in.AppendMetrics(buf[:0])
 	}
 	b.SetBytes(int64(len(buf)))
@@ -51,7 +53,7 @@ func BenchmarkAdvanceAfterIdle(b *testing.B) {
 	var buf []byte
 	b.ReportAllocs()
 	for b.Loop() {
-		clock.Add(10 * time.Minute)
+		clock.Advance(10 * time.Minute)
 		buf = in.AppendMetrics(buf[:0])
 	}
 }

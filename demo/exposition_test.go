@@ -73,7 +73,7 @@ func TestAppendPyFloatRoundTripsFixture(t *testing.T) {
 func TestMetricsMatchFixture(t *testing.T) {
 	want := parseText(t, readFixture(t))
 	f, clock := startFleet(t, nil)
-	clock.Add(10 * time.Minute)
+	clock.Advance(10 * time.Minute)
 	// One real request of each kind so every http_* child shape exists.
 	code, _ := httpPost(t, "http://"+f.Targets()[0]+"/v1/chat/completions", `{"max_tokens":2}`)
 	require.Equal(t, 200, code)
@@ -133,7 +133,7 @@ func TestSeriesCount(t *testing.T) {
 		{DefaultModels[:1], 330, 480},
 	} {
 		f, clock := startFleet(t, func(o *FleetOptions) { o.Models = tc.models })
-		clock.Add(time.Minute)
+		clock.Advance(time.Minute)
 		code, body, _ := httpGet(t, "http://"+f.Targets()[0]+"/metrics")
 		require.Equal(t, 200, code)
 		samples := 0

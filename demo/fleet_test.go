@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -19,35 +18,20 @@ import (
 	"go.uber.org/goleak"
 
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/aiserve/appliance/clock"
 )
 
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// fakeClock is the injected clock: tests move it instead of sleeping.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newFakeClock() *fakeClock { return &fakeClock{t: time.Unix(1764415800, 0).UTC()} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
+// newFakeClock is the injected clock: tests move it instead of sleeping.
+func newFakeClock() *clock.Fake { return clock.NewFake(time.Unix(1764415800, 0).UTC()) }
 
 // startFleet runs a fleet on random ports with a fake clock until the test
 // ends.
-func startFleet(t *testing.T, edit func(*FleetOptions)) (*Fleet, *fakeClock) {
+func startFleet(t *testing.T, edit func(*FleetOptions)) (*Fleet, *clock.Fake) {
 	t.Helper()
 	clock := newFakeClock()
 	opts := DefaultFleetOptions()

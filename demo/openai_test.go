@@ -5,11 +5,16 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
+
+	"github.com/aiserve/appliance/internal/pipenet"
 )
 
 type sseEvent struct {
@@ -20,8 +25,13 @@ type sseEvent struct {
 // readSSE posts body and returns the events with their arrival times.
 func readSSE(t *testing.T, url, body string) ([]sseEvent, http.Header) {
 	t.Helper()
+	return readSSEWith(t, http.DefaultClient, url, body)
+}
+
+func readSSEWith(t *testing.T, client *http.Client, url, body string) ([]sseEvent, http.Header) {
+	t.Helper()
 	start := time.Now()
-	resp, err := http.Post(url, "application/json", strings.NewReader(body))
+	resp, err := client.Post(url, "application/json", strings.NewReader(body))
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
@@ -54,14 +64,42 @@ type chunk struct {
 	Usage *usage `json:"usage"`
 }
 
+// bubbleFleet is a fleet whose instances a test serves itself, inside the
+// synctest bubble it runs in (package pipenet): the streams are paced on
+// the bubble's clock, so their timing is exact. The simulation's clock is
+// a clock.Fake, as in startFleet.
+func bubbleFleet(t *testing.T) *Fleet {
+	t.Helper()
+	opts := DefaultFleetOptions()
+	opts.BasePort, opts.Instances, opts.Seed, opts.Now = 0, 2, 42, newFakeClock().Now
+	f, err := NewFleet(opts)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, f.Close()) })
+	return f
+}
+
+// scrapeInstance is scrape without a network: the page in.ServeHTTP writes.
+func scrapeInstance(t *testing.T, in *Instance) map[string]*dto.MetricFamily {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	in.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+	return parseText(t, rec.Body.String())
+}
+
 func TestStreamChat(t *testing.T) {
-	f, _ := startFleet(t, nil)
+	synctest.Test(t, testStreamChat)
+}
+
+func testStreamChat(t *testing.T) {
+	f := bubbleFleet(t)
 	in := f.Instance(0)
+	client := pipenet.Serve(t, in).Client()
 	const first, per = 150 * time.Millisecond, 30 * time.Millisecond
 	in.SetStreamDelays(first, per)
-	before := scrape(t, f, 0)
+	before := scrapeInstance(t, in)
 
-	events, hdr := readSSE(t, "http://"+f.Targets()[0]+"/v1/chat/completions",
+	events, hdr := readSSEWith(t, client, "http://vllm.test/v1/chat/completions",
 		`{"model":"qwen2.5-7b-instruct","messages":[{"role":"user","content":"Why is the GPU idle?"}],
 		  "max_tokens":10,"stream":true,"stream_options":{"include_usage":true}}`)
 	require.Equal(t, "text/event-stream", hdr.Get("Content-Type"))
@@ -95,14 +133,13 @@ func TestStreamChat(t *testing.T) {
 	require.Equal(t, &usage{PromptTokens: chunks[12].Usage.PromptTokens, CompletionTokens: 10,
 		TotalTokens: chunks[12].Usage.PromptTokens + 10}, chunks[12].Usage)
 
-	// Timing: generous bounds, behaviour not precision.
-	require.Less(t, events[0].at, first, "role chunk comes before the first-token delay")
-	require.GreaterOrEqual(t, tokenAt[0], first)
-	require.Less(t, tokenAt[0], first+300*time.Millisecond)
-	gap := (tokenAt[9] - tokenAt[0]) / 9
-	require.InDelta(t, per.Seconds(), gap.Seconds(), 0.02, "mean gap between tokens")
+	// Timing, exact on the bubble's clock.
+	require.Zero(t, events[0].at, "role chunk comes before the first-token delay")
+	for k, at := range tokenAt {
+		require.Equal(t, first+time.Duration(k)*per, at, "token %d", k)
+	}
 
-	after := scrape(t, f, 0)
+	after := scrapeInstance(t, in)
 	const m = "qwen2.5-7b-instruct"
 	require.Equal(t, metricValue(t, before, "vllm:request_success_total", "model_name", m, "finished_reason", "length")+1,
 		metricValue(t, after, "vllm:request_success_total", "model_name", m, "finished_reason", "length"))
@@ -111,7 +148,7 @@ func TestStreamChat(t *testing.T) {
 	h0 := histogramOf(t, before, "vllm:time_to_first_token_seconds", m)
 	h1 := histogramOf(t, after, "vllm:time_to_first_token_seconds", m)
 	require.Equal(t, h0.GetSampleCount()+1, h1.GetSampleCount(), "clock did not move: only the served request")
-	require.InDelta(t, first.Seconds(), h1.GetSampleSum()-h0.GetSampleSum(), 0.3)
+	require.InDelta(t, first.Seconds(), h1.GetSampleSum()-h0.GetSampleSum(), 1e-9, "float sums, not time")
 	i0 := histogramOf(t, before, "vllm:inter_token_latency_seconds", m)
 	i1 := histogramOf(t, after, "vllm:inter_token_latency_seconds", m)
 	require.Equal(t, i0.GetSampleCount()+9, i1.GetSampleCount())
@@ -127,20 +164,28 @@ func chunks0ID(chunks []chunk, id string) string {
 }
 
 func TestStreamSlowScalesDelays(t *testing.T) {
-	f, _ := startFleet(t, nil)
-	in := f.Instance(1)
-	in.SetStreamDelays(40*time.Millisecond, 5*time.Millisecond)
-	in.SetSlow(5)
-	events, _ := readSSE(t, "http://"+f.Targets()[1]+"/v1/chat/completions", `{"max_tokens":3,"stream":true}`)
-	require.GreaterOrEqual(t, events[1].at, 200*time.Millisecond, "first token after 5×40ms")
+	synctest.Test(t, func(t *testing.T) {
+		in := bubbleFleet(t).Instance(1)
+		client := pipenet.Serve(t, in).Client()
+		in.SetStreamDelays(40*time.Millisecond, 5*time.Millisecond)
+		in.SetSlow(5)
+		events, _ := readSSEWith(t, client, "http://vllm.test/v1/chat/completions", `{"max_tokens":3,"stream":true}`)
+		require.Equal(t, 200*time.Millisecond, events[1].at, "first token after 5×40ms")
+		require.Equal(t, 250*time.Millisecond, events[3].at, "then one every 5×5ms")
+	})
 }
 
 func TestStreamDerivedDelays(t *testing.T) {
-	f, _ := startFleet(t, nil)
-	events, _ := readSSE(t, "http://"+f.Targets()[0]+"/v1/chat/completions", `{"max_tokens":5,"stream":true}`)
-	require.Len(t, events, 1+5+1+1) // role, tokens, finish, [DONE]; no usage unless asked
-	require.Greater(t, events[1].at, time.Millisecond)
-	require.Less(t, events[len(events)-1].at, 3*time.Second)
+	synctest.Test(t, func(t *testing.T) {
+		in := bubbleFleet(t).Instance(0)
+		client := pipenet.Serve(t, in).Client()
+		events, _ := readSSEWith(t, client, "http://vllm.test/v1/chat/completions", `{"max_tokens":5,"stream":true}`)
+		require.Len(t, events, 1+5+1+1) // role, tokens, finish, [DONE]; no usage unless asked
+		require.Greater(t, events[1].at, time.Millisecond)
+		for k := 2; k <= 5; k++ {
+			require.Greater(t, events[k].at, events[k-1].at, "token %d paced after token %d", k, k-1)
+		}
+	})
 }
 
 func TestStreamCompletions(t *testing.T) {
@@ -284,7 +329,7 @@ func TestControlEndpoint(t *testing.T) {
 	code, _ = httpPost(t, url, `{"down": false}`)
 	require.Equal(t, 200, code)
 
-	clock.Add(time.Hour)
+	clock.Advance(time.Hour)
 	code, body = httpPost(t, url, `{"restart": true}`)
 	require.Equal(t, 200, code)
 	require.NoError(t, json.Unmarshal([]byte(body), &st))

@@ -9,6 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/aiserve/appliance/clock"
 )
 
 // checkInvariants asserts what holds within one page: cumulative buckets,
@@ -92,7 +94,7 @@ func TestInvariantsAcrossScrapes(t *testing.T) {
 	url := "http://" + f.Targets()[0] + "/metrics"
 	var prev map[string]float64
 	for _, step := range []time.Duration{0, 5 * time.Second, 37 * time.Second, 10 * time.Minute, 26 * time.Hour} {
-		clock.Add(step)
+		clock.Advance(step)
 		_, body, _ := httpGet(t, url)
 		mfs := parseText(t, body)
 		checkInvariants(t, mfs)
@@ -122,7 +124,7 @@ func TestLongGapKeepsRate(t *testing.T) {
 	f, clock := startFleet(t, func(o *FleetOptions) { o.RequestRate = 3 })
 	in := f.Instance(0)
 	before := requestCount(t, in, "llama-3.1-8b-instruct")
-	clock.Add(2 * time.Hour) // 2h = 4 drift periods; spikes add a little
+	clock.Advance(2 * time.Hour) // 2h = 4 drift periods; spikes add a little
 	start := time.Now()
 	after := requestCount(t, in, "llama-3.1-8b-instruct")
 	elapsed := time.Since(start)
@@ -145,7 +147,7 @@ func TestDeterministicUnderSeed(t *testing.T) {
 		defer f.Close()
 		var out []byte
 		for _, d := range []time.Duration{5 * time.Second, time.Minute, 3 * time.Minute} {
-			clock.Add(d)
+			clock.Advance(d)
 			out = f.Instance(1).AppendMetrics(out[:0])
 		}
 		return string(out)
@@ -157,10 +159,10 @@ func TestDeterministicUnderSeed(t *testing.T) {
 
 // meanOver returns Δsum/Δcount of a histogram over a window of simulated
 // time.
-func meanOver(t *testing.T, in *Instance, clock *fakeClock, name, modelName string, d time.Duration) float64 {
+func meanOver(t *testing.T, in *Instance, clock *clock.Fake, name, modelName string, d time.Duration) float64 {
 	t.Helper()
 	h0 := histogramOf(t, parseText(t, string(in.AppendMetrics(nil))), name, modelName)
-	clock.Add(d)
+	clock.Advance(d)
 	h1 := histogramOf(t, parseText(t, string(in.AppendMetrics(nil))), name, modelName)
 	n := float64(h1.GetSampleCount() - h0.GetSampleCount())
 	require.Positive(t, n)
@@ -195,12 +197,12 @@ func TestSetSlowRaisesLatency(t *testing.T) {
 func TestRestartResetsCounters(t *testing.T) {
 	f, clock := startFleet(t, nil)
 	in := f.Instance(1)
-	clock.Add(10 * time.Minute)
+	clock.Advance(10 * time.Minute)
 	before := scrape(t, f, 1)
 	require.Greater(t, metricValue(t, before, "vllm:prompt_tokens_total"), 0.0)
 	start0 := metricValue(t, before, "process_start_time_seconds")
 
-	clock.Add(time.Minute)
+	clock.Advance(time.Minute)
 	in.Restart()
 	after := scrape(t, f, 1)
 	require.Equal(t, 0.0, metricValue(t, after, "vllm:prompt_tokens_total"))
@@ -212,7 +214,7 @@ func TestRestartResetsCounters(t *testing.T) {
 	require.Greater(t, metricValue(t, after, "process_start_time_seconds"), start0)
 	require.InDelta(t, now, metricValue(t, after, "vllm:prompt_tokens_created"), 1)
 
-	clock.Add(time.Minute)
+	clock.Advance(time.Minute)
 	require.Greater(t, metricValue(t, scrape(t, f, 1), "vllm:prompt_tokens_total"), 0.0, "counting again")
 	require.Greater(t, metricValue(t, scrape(t, f, 0), "process_cpu_seconds_total"), 0.0, "other instance untouched")
 }
@@ -221,7 +223,7 @@ func TestSetDown(t *testing.T) {
 	f, clock := startFleet(t, nil)
 	in := f.Instance(0)
 	base := "http://" + f.Targets()[0]
-	clock.Add(time.Minute)
+	clock.Advance(time.Minute)
 	count := requestCount(t, in, "llama-3.1-8b-instruct")
 
 	in.SetDown(true)
@@ -234,7 +236,7 @@ func TestSetDown(t *testing.T) {
 	code, _, _ = httpGet(t, "http://"+f.Targets()[1]+"/health")
 	require.Equal(t, 200, code, "the other instance is up")
 
-	clock.Add(10 * time.Minute)
+	clock.Advance(10 * time.Minute)
 	code, _ = httpPost(t, base+"/demo/control", `{"down": false}`)
 	require.Equal(t, 200, code)
 	code, _, _ = httpGet(t, base+"/health")

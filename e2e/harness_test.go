@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 
 	"github.com/aiserve/appliance/demo"
 )
@@ -47,6 +48,17 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
+	if code == 0 {
+		// The test process's own goroutines (fleets, webhook sinks, the
+		// readers of the binary's output) must be gone. The harness's
+		// requests use http.DefaultClient; its idle keep-alive
+		// connections are closed first, as a process that exits would.
+		http.DefaultClient.CloseIdleConnections()
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

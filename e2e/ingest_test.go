@@ -67,8 +67,10 @@ func TestRemoteWrite(t *testing.T) {
 	// Snappy, but not a protobuf WriteRequest.
 	code, _ = p.post("/api/v1/write", "application/x-protobuf", snappy.Encode(nil, []byte{0xff, 0xff, 0xff, 0xff, 0x0f}), rwHeaders)
 	require.Equal(t, http.StatusBadRequest, code)
-	time.Sleep(2 * time.Second) // past the storage's flush delay
-	all := p.instant(`count({__name__=~".+"})`, at)
+	// Barrier: a good write after the refused ones; once it is queryable,
+	// anything the refused ones had stored would be too.
+	writeSentinel(t, p, at)
+	all := p.instant(`count({__name__=~".+", __name__!="e2e_sentinel"})`, at)
 	require.Len(t, all, 1)
 	require.Equal(t, 3.0, value(t, all[0]), "only the three pushed series exist")
 }
@@ -113,6 +115,24 @@ func TestImportPrometheusText(t *testing.T) {
 	require.Equal(t, http.StatusBadRequest, code)
 	require.Contains(t, body, "line 2")
 	require.Contains(t, body, `"errorType":"bad_data"`)
-	time.Sleep(2 * time.Second)
+	writeSentinel(t, p, time.Now())
 	require.Empty(t, p.instant(`{__name__=~"import_probe_.*"}`, time.Time{}))
+}
+
+// writeSentinel remote-writes one sample of e2e_sentinel at `at` and waits
+// until a query at `at` finds it: a barrier for a test that must show that
+// something sent before it was not stored. VictoriaMetrics makes the rows
+// of all commits searchable in one periodic flush (about a second), so
+// once the sentinel is found, a sample committed before it is too.
+func writeSentinel(t *testing.T, p *proc, at time.Time) {
+	t.Helper()
+	req := &prompb.WriteRequest{Timeseries: []prompb.TimeSeries{{
+		Labels:  []prompb.Label{{Name: "__name__", Value: "e2e_sentinel"}},
+		Samples: []prompb.Sample{{Timestamp: at.UnixMilli(), Value: 1}},
+	}}}
+	code, body := p.post("/api/v1/write", "application/x-protobuf", remoteWriteBody(t, req), rwHeaders)
+	require.Equal(t, http.StatusNoContent, code, body)
+	eventually(t, 20*time.Second, "the sentinel sample queryable", func() bool {
+		return len(p.instant(`e2e_sentinel`, at)) == 1
+	})
 }

@@ -177,7 +177,14 @@ func TestAmtoolSilences(t *testing.T) {
 	eventually(t, 20*time.Second, "the unsilenced alert at the webhook", func() bool {
 		return slices.Contains(hook.alertnames(), "Real:firing")
 	})
-	time.Sleep(3 * time.Second) // two more group intervals
+	// Barrier: an alert posted now, after Noisy's group has passed its
+	// group_wait (Real's, created later, has), goes through the same
+	// dispatch and delivery; once it is at the webhook, Noisy would be too
+	// had the silence not held.
+	postAlert(t, p, "Sentinel")
+	eventually(t, 20*time.Second, "the sentinel alert at the webhook", func() bool {
+		return slices.Contains(hook.alertnames(), "Sentinel:firing")
+	})
 	require.NotContains(t, hook.alertnames(), "Noisy:firing")
 	require.Contains(t, run("alert", "query", "--silenced"), "Noisy")
 

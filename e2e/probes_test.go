@@ -23,8 +23,11 @@ import (
 // next to the demo fleet on vLLM's default ports, finds the instances,
 // scrapes them as job vllm, probes them with an llm probe that measures
 // the fleet's configured first-token delay, and writes the local readings.
-// If the default ports are taken on this machine, the fleet takes free
-// ports and a config file limits auto-detection to them.
+// The zero-config case is what this test is for: under CI=true it fails
+// when vLLM's default ports are taken. Elsewhere (a developer's machine
+// that runs a model server) the fleet takes free ports, a config file
+// limits auto-detection to them, and the log says the zero-config case
+// went untested.
 func TestAutodetectScrapesAndProbesDemoFleet(t *testing.T) {
 	opts := demo.DefaultFleetOptions()
 	opts.RequestRate = 0.2
@@ -32,6 +35,10 @@ func TestAutodetectScrapesAndProbesDemoFleet(t *testing.T) {
 	cfgPath := ""
 	dir := t.TempDir()
 	if errors.Is(err, demo.ErrPortInUse) {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("vLLM's default ports %d-%d are taken, so `appliance run` with no config cannot be tested: "+
+				"stop what listens there (another e2e run, a model server): %v", opts.BasePort, opts.BasePort+opts.Instances-1, err)
+		}
 		opts.BasePort = 0
 		fleet, err = demo.NewFleet(opts)
 		require.NoError(t, err)
@@ -41,7 +48,8 @@ func TestAutodetectScrapesAndProbesDemoFleet(t *testing.T) {
 			require.NoError(t, err)
 			ports = append(ports, p)
 		}
-		t.Logf("vLLM's default ports are taken; the fleet is on %v and a config limits autodetect to them", ports)
+		t.Logf("vLLM's default ports are taken and CI is not set: the fleet is on %v and a config limits autodetect to them; "+
+			"the zero-config case is NOT tested in this run", ports)
 		cfgPath = writeConfig(t, dir, fmt.Sprintf("autodetect:\n  host: 127.0.0.1\n  ports: [%s]\n", strings.Join(ports, ", ")))
 	}
 	require.NoError(t, err)
@@ -92,26 +100,18 @@ func TestAutodetectScrapesAndProbesDemoFleet(t *testing.T) {
 	require.Equal(t, len(fleet.Targets()), detected)
 
 	// Probed: the llm probe of the first instance succeeds and measures
-	// the 300 ms first-token delay set on it.
+	// the 300 ms first-token delay and the 20 ms pace set on it. The
+	// bounds are the ones the server guarantees whatever the load on this
+	// machine (it never sends a token early); the probe's own timing is
+	// tested exactly in package probe.
 	probeName := "vllm-" + port0
-	var ttft float64
-	eventually(t, 60*time.Second, "probe "+probeName+" succeeded", func() bool {
-		ok := p.instant(fmt.Sprintf(`probe_success{probe=%q}`, probeName), time.Time{})
-		tt := p.instant(fmt.Sprintf(`probe_ttft_seconds{probe=%q}`, probeName), time.Time{})
-		if len(ok) != 1 || value(t, ok[0]) != 1 || len(tt) != 1 {
-			return false
-		}
-		ttft = value(t, tt[0])
-		return true
-	})
-	require.GreaterOrEqual(t, ttft, 0.3)
-	require.Less(t, ttft, 1.5)
-	tpot := p.instant(fmt.Sprintf(`probe_tpot_seconds{probe=%q}`, probeName), time.Time{})
-	require.Len(t, tpot, 1)
-	require.InDelta(t, 0.020, value(t, tpot[0]), 0.010)
-	tokens := p.instant(fmt.Sprintf(`probe_output_tokens{probe=%q}`, probeName), time.Time{})
-	require.Len(t, tokens, 1)
-	require.Equal(t, 16.0, value(t, tokens[0]))
+	run := p.probeRun(probeName, "probe_ttft_seconds", "probe_tpot_seconds", "probe_duration_seconds", "probe_output_tokens")
+	ttft, tpot := run["probe_ttft_seconds"], run["probe_tpot_seconds"]
+	require.Equal(t, 16.0, run["probe_output_tokens"])
+	require.GreaterOrEqual(t, ttft, 0.3, "the first token comes 300 ms after the request")
+	// The 16th token is sent 300+15*20 ms after the request at the earliest.
+	require.GreaterOrEqual(t, ttft+15*tpot, 0.6, "TTFT %g, TPOT %g", ttft, tpot)
+	require.LessOrEqual(t, ttft+15*tpot, run["probe_duration_seconds"], "TTFT %g, TPOT %g", ttft, tpot)
 
 	// Local readings are on by default too.
 	eventually(t, 30*time.Second, "local host readings", func() bool {
@@ -161,13 +161,10 @@ func TestConfiguredProbesAndReload(t *testing.T) {
 		v := p.instant(`probe_success == 1`, time.Time{})
 		return len(v) == 2
 	})
-	tt := p.instant(`probe_ttft_seconds{probe="chat"}`, time.Time{})
-	require.Len(t, tt, 1)
-	require.GreaterOrEqual(t, value(t, tt[0]), 0.3)
-	require.Less(t, value(t, tt[0]), 1.0)
-	tokens := p.instant(`probe_output_tokens{probe="chat"}`, time.Time{})
-	require.Len(t, tokens, 1)
-	require.Equal(t, 4.0, value(t, tokens[0]))
+	run := p.probeRun("chat", "probe_ttft_seconds", "probe_duration_seconds", "probe_output_tokens")
+	require.GreaterOrEqual(t, run["probe_ttft_seconds"], 0.3, "the server sleeps 300 ms before the first token")
+	require.Less(t, run["probe_ttft_seconds"], run["probe_duration_seconds"])
+	require.Equal(t, 4.0, run["probe_output_tokens"])
 	phases := p.instant(`probe_http_duration_seconds{probe="web"}`, time.Time{})
 	require.Len(t, phases, 5)
 	require.Empty(t, p.instant(`{job="local"}`, time.Time{}), "collectors are off")
@@ -179,6 +176,35 @@ func TestConfiguredProbesAndReload(t *testing.T) {
 		return len(p.instant(`{probe="chat"}`, time.Time{})) == 0
 	})
 	require.Len(t, p.instant(`probe_success{probe="web"}`, time.Time{}), 1)
+}
+
+// probeRun returns the value of each named series of probe from one and
+// the same successful run: it reads each series' last sample with its timestamp
+// until all timestamps agree (a probe's runs have strictly increasing
+// timestamps, and all series of a run share one), so that values of two
+// runs are never compared.
+func (p *proc) probeRun(probe string, names ...string) map[string]float64 {
+	p.t.Helper()
+	out := map[string]float64{}
+	names = append([]string{"probe_success"}, names...)
+	eventually(p.t, 60*time.Second, "one successful run of probe "+probe+" with "+strings.Join(names, ", "), func() bool {
+		clear(out)
+		var at float64
+		for i, n := range names {
+			sel := fmt.Sprintf(`%s{probe=%q}`, n, probe)
+			v := p.instant(sel, time.Time{})
+			ts := p.instant("timestamp("+sel+")", time.Time{})
+			if len(v) != 1 || len(ts) != 1 || i > 0 && value(p.t, ts[0]) != at {
+				return false
+			}
+			at = value(p.t, ts[0])
+			out[n] = value(p.t, v[0])
+		}
+		// The first series may have moved on while the others were read.
+		ts := p.instant(fmt.Sprintf(`timestamp(%s{probe=%q})`, names[0], probe), time.Time{})
+		return out["probe_success"] == 1 && len(ts) == 1 && value(p.t, ts[0]) == at
+	})
+	return out
 }
 
 func httptestServer(t *testing.T, h http.Handler) string {

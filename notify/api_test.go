@@ -10,10 +10,12 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/aiserve/appliance/clock"
 )
 
 func TestAPI(t *testing.T) {
-	clock := &fakeClock{t: t0}
+	clock := clock.NewFake(t0)
 	h := newHook(t, clock)
 	e := newEnv(t, clock, loadAlerting(t, oneHookConfig, map[string]*hook{"hook": h}))
 	srv := httptest.NewServer(e.n.Handler())
@@ -102,7 +104,7 @@ func TestAPI(t *testing.T) {
 // A reload rebuilds the groups; the notification log keeps them from
 // notifying again what was already sent.
 func TestApplyConfigDoesNotRenotify(t *testing.T) {
-	clock := &fakeClock{t: t0}
+	clock := clock.NewFake(t0)
 	h := newHook(t, clock)
 	e := newEnv(t, clock, loadAlerting(t, oneHookConfig, map[string]*hook{"hook": h}))
 	e.fire(t0.Add(10*time.Hour), "alertname", "Slow")

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/aiserve/appliance/clock"
 )
 
 func TestNextDigest(t *testing.T) {
@@ -31,7 +33,7 @@ func TestNextDigest(t *testing.T) {
 // still fires, and says nothing when there is nothing to say.
 func TestDigestAtNineInBerlinAcrossDST(t *testing.T) {
 	start := time.Date(2026, 3, 28, 6, 0, 0, 0, time.UTC) // 07:00 CET, Saturday
-	clock := &fakeClock{t: start}
+	clock := clock.NewFake(start)
 	pager, chat := newHook(t, clock), newHook(t, clock)
 	cfg := loadAlerting(t, `
 alerting:
@@ -103,7 +105,7 @@ alerting:
 
 func TestDigestText(t *testing.T) {
 	start := time.Date(2026, 3, 2, 7, 0, 0, 0, time.UTC)
-	clock := &fakeClock{t: start}
+	clock := clock.NewFake(start)
 	chat := newHook(t, clock)
 	cfg := loadAlerting(t, `
 alerting:

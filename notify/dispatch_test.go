@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/aiserve/appliance/clock"
 )
 
 const oneHookConfig = `
@@ -26,7 +28,7 @@ alerting:
 `
 
 func TestGroupWaitIntervalRepeat(t *testing.T) {
-	clock := &fakeClock{t: t0}
+	clock := clock.NewFake(t0)
 	h := newHook(t, clock)
 	e := newEnv(t, clock, loadAlerting(t, oneHookConfig, map[string]*hook{"hook": h}))
 	far := t0.Add(10 * time.Hour)
@@ -81,7 +83,7 @@ func TestGroupWaitIntervalRepeat(t *testing.T) {
 }
 
 func TestAlertWithoutEndResolvesAfterTimeout(t *testing.T) {
-	clock := &fakeClock{t: t0}
+	clock := clock.NewFake(t0)
 	h := newHook(t, clock)
 	e := newEnv(t, clock, loadAlerting(t, oneHookConfig, map[string]*hook{"hook": h}))
 	e.fire(time.Time{}, "alertname", "Gone")
@@ -95,7 +97,7 @@ func TestAlertWithoutEndResolvesAfterTimeout(t *testing.T) {
 }
 
 func TestDefaultSeverityRoutingAndInhibition(t *testing.T) {
-	clock := &fakeClock{t: t0}
+	clock := clock.NewFake(t0)
 	pager, chat := newHook(t, clock), newHook(t, clock)
 	cfg := loadAlerting(t, `
 alerting:
@@ -152,7 +154,7 @@ alerting:
 }
 
 func TestSilences(t *testing.T) {
-	clock := &fakeClock{t: t0}
+	clock := clock.NewFake(t0)
 	h := newHook(t, clock)
 	e := newEnv(t, clock, loadAlerting(t, oneHookConfig, map[string]*hook{"hook": h}))
 	api := httptest.NewServer(e.n.Handler())
@@ -207,7 +209,7 @@ func TestSilences(t *testing.T) {
 }
 
 func TestTimeIntervals(t *testing.T) {
-	clock := &fakeClock{t: time.Date(2026, 3, 7, 10, 0, 0, 0, time.UTC)} // Saturday 11:00 in Berlin
+	clock := clock.NewFake(time.Date(2026, 3, 7, 10, 0, 0, 0, time.UTC)) // Saturday 11:00 in Berlin
 	h := newHook(t, clock)
 	cfg := loadAlerting(t, `
 alerting:
@@ -262,7 +264,7 @@ alerting:
 }
 
 func TestCustomTemplates(t *testing.T) {
-	clock := &fakeClock{t: t0}
+	clock := clock.NewFake(t0)
 	h := newHook(t, clock)
 	e := newEnv(t, clock, loadAlerting(t, `
 alerting:

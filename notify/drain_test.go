@@ -12,6 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/aiserve/appliance/config"
+
+	"github.com/aiserve/appliance/clock"
 )
 
 // blockingReceiver answers 200 once release is closed; inFlight is closed
@@ -54,7 +56,7 @@ func TestRunDrainsAtShutdown(t *testing.T) {
 		name := map[bool]string{true: "accepted during the drain", false: "cut off at the drain"}[accepted]
 		t.Run(name, func(t *testing.T) {
 			url, inFlight, release := blockingReceiver(t)
-			clock := &fakeClock{t: t0}
+			clock := clock.NewFake(t0)
 			cfg, err := config.Load([]byte(strings.Replace(drainConfig, "URL", url, 1)), "test.yml")
 			require.NoError(t, err)
 			e := newEnv(t, clock, cfg.Alerting)

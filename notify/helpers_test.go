@@ -17,33 +17,16 @@ import (
 	"github.com/stretchr/testify/require"
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/aiserve/appliance/clock"
 	"github.com/aiserve/appliance/config"
 	"github.com/aiserve/appliance/notify/webhook"
 )
-
-// fakeClock is the injected clock of the tests.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Set(t time.Time) {
-	c.mu.Lock()
-	c.t = t
-	c.mu.Unlock()
-}
 
 // hook is a webhook receiver that records what it got and when (on the
 // fake clock), and can be down.
 type hook struct {
 	t     *testing.T
-	clock *fakeClock
+	clock *clock.Fake
 	srv   *httptest.Server
 
 	mu    sync.Mutex
@@ -58,7 +41,7 @@ type received struct {
 	dedup   string
 }
 
-func newHook(t *testing.T, clock *fakeClock) *hook {
+func newHook(t *testing.T, clock *clock.Fake) *hook {
 	h := &hook{t: t, clock: clock}
 	h.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h.mu.Lock()
@@ -94,7 +77,7 @@ func (h *hook) all() []received {
 // env is a notifier on a temporary bbolt file with a fake clock.
 type env struct {
 	t     *testing.T
-	clock *fakeClock
+	clock *clock.Fake
 	path  string
 	db    *bolt.DB
 	n     *Notifier
@@ -115,7 +98,7 @@ func loadAlerting(t *testing.T, yml string, hooks map[string]*hook) config.Alert
 	return cfg.Alerting
 }
 
-func newEnv(t *testing.T, clock *fakeClock, cfg config.AlertingConfig) *env {
+func newEnv(t *testing.T, clock *clock.Fake, cfg config.AlertingConfig) *env {
 	t.Helper()
 	e := &env{t: t, clock: clock, path: filepath.Join(t.TempDir(), "state.db"), cfg: cfg}
 	e.open()

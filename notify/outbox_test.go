@@ -15,12 +15,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/aiserve/appliance/clock"
 )
 
 // A receiver down for 30 minutes gets every notification afterwards, in
 // the order they were made, per group.
 func TestReceiverDownThirtyMinutes(t *testing.T) {
-	clock := &fakeClock{t: t0}
+	clock := clock.NewFake(t0)
 	h := newHook(t, clock)
 	e := newEnv(t, clock, loadAlerting(t, `
 alerting:
@@ -71,7 +73,7 @@ alerting:
 // A notification that is never accepted is given up after give_up_after
 // and recorded as failed; a rejection (4xx) is not retried.
 func TestGiveUp(t *testing.T) {
-	clock := &fakeClock{t: t0}
+	clock := clock.NewFake(t0)
 	h := newHook(t, clock)
 	e := newEnv(t, clock, loadAlerting(t, `
 alerting:
@@ -101,7 +103,7 @@ alerting:
 // after the restart the notification is sent once more, with the same
 // dedup key, and then never again.
 func TestCrashBetweenSendAndAck(t *testing.T) {
-	clock := &fakeClock{t: t0}
+	clock := clock.NewFake(t0)
 	h := newHook(t, clock)
 	cfg := loadAlerting(t, oneHookConfig, map[string]*hook{"hook": h})
 	e := newEnv(t, clock, cfg)
@@ -142,7 +144,7 @@ func TestKillNineBetweenSendAndAck(t *testing.T) {
 		crashChild(t, dir)
 		return
 	}
-	clock := &fakeClock{t: t0}
+	clock := clock.NewFake(t0)
 	h := newHook(t, clock)
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "url"), []byte(h.srv.URL+"/hook"), 0o600))
@@ -170,7 +172,7 @@ func TestKillNineBetweenSendAndAck(t *testing.T) {
 func crashChild(t *testing.T, dir string) {
 	u, err := os.ReadFile(filepath.Join(dir, "url"))
 	require.NoError(t, err)
-	clock := &fakeClock{t: t0}
+	clock := clock.NewFake(t0)
 	db, err := bolt.Open(filepath.Join(dir, "state.db"), 0o600, nil)
 	require.NoError(t, err)
 	opts := DefaultOptions()
@@ -199,7 +201,7 @@ alerting:
 // The notification log forgets groups that have not notified for
 // nflogRetention; a group that keeps firing keeps its entry by repeating.
 func TestNflogRetention(t *testing.T) {
-	clock := &fakeClock{t: t0}
+	clock := clock.NewFake(t0)
 	h := newHook(t, clock)
 	e := newEnv(t, clock, loadAlerting(t, oneHookConfig, map[string]*hook{"hook": h}))
 	e.fire(t0.Add(time.Minute), "alertname", "Short")

@@ -15,6 +15,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -69,22 +70,18 @@ func TestHTTPProbeStatusAndBody(t *testing.T) {
 	f(fmt.Sprintf("    url: %s/post\n    method: POST\n    body: '{\"q\":1}'\n    headers: {X-Key: k}\n", srv.URL), true, "", 200)
 }
 
+// TestHTTPProbeTimeout: a server that never answers fails the probe with
+// reason timeout exactly at its timeout (in a synctest bubble).
 func TestHTTPProbeTimeout(t *testing.T) {
-	release := make(chan struct{})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case <-release:
-		case <-r.Context().Done():
-		}
-	}))
-	defer srv.Close()
-	defer close(release)
-	start := time.Now()
-	r := runProbe(t, httpConfig(t, fmt.Sprintf("    url: %s/\n    timeout: 300ms\n", srv.URL)))
-	require.False(t, r.Success)
-	require.Equal(t, ReasonTimeout, r.Reason, "%v", r.Err)
-	require.Less(t, time.Since(start), 3*time.Second)
-	require.GreaterOrEqual(t, r.Duration, 300*time.Millisecond)
+	synctest.Test(t, func(t *testing.T) {
+		h := http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+			<-r.Context().Done()
+		})
+		r := bubbleProbe(t, h, httpConfig(t, "    url: http://web.test/\n    timeout: 300ms\n"))
+		require.False(t, r.Success)
+		require.Equal(t, ReasonTimeout, r.Reason, "%v", r.Err)
+		require.Equal(t, 300*time.Millisecond, r.Duration)
+	})
 }
 
 func TestHTTPProbeConnectionRefused(t *testing.T) {

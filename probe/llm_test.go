@@ -12,6 +12,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/prometheus/common/model"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/aiserve/appliance/config"
 	"github.com/aiserve/appliance/demo"
+	"github.com/aiserve/appliance/internal/pipenet"
 )
 
 // llmConfig returns a valid llm probe config for url.
@@ -48,13 +50,35 @@ func runProbe(t *testing.T, c *config.ProbeConfig) Result {
 	return p.Probe(context.Background())
 }
 
-// sseServer streams a chat completion in vLLM's shape: the role-only chunk
-// at once, then tokens at start+first+k*per (absolute times, so that the
-// scheduling jitter of one token does not add up), the finish chunk, the
-// usage chunk and [DONE].
-func sseServer(t *testing.T, first, per time.Duration, tokens int) *httptest.Server {
+// bubbleProbe runs one probe of c (llm or http) against h, both inside
+// the synctest bubble the caller runs in (see package pipenet): time.Now,
+// sleeps and timeouts are the bubble's, so every duration the probe
+// measures is exact. c's URL only names the path; every connection goes
+// to h.
+func bubbleProbe(t *testing.T, h http.Handler, c *config.ProbeConfig) Result {
 	t.Helper()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := pipenet.Serve(t, h)
+	p, err := NewProber(c)
+	require.NoError(t, err)
+	var client *http.Client
+	switch p := p.(type) {
+	case *llmProber:
+		client = p.client
+	case *httpProber:
+		client = p.client
+	default:
+		t.Fatalf("no client to redirect in a %T", p)
+	}
+	client.Transport.(*http.Transport).DialContext = srv.Dial
+	return p.Probe(context.Background())
+}
+
+// sseHandler streams a chat completion in vLLM's shape: the role-only chunk
+// at once, then tokens at start+first+k*per, the finish chunk, the usage
+// chunk and [DONE].
+func sseHandler(t *testing.T, first, per time.Duration, tokens int) http.Handler {
+	t.Helper()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		var req struct {
 			Stream    bool `json:"stream"`
@@ -78,73 +102,74 @@ func sseServer(t *testing.T, first, per time.Duration, tokens int) *httptest.Ser
 		send(`{"id":"x","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":""},"finish_reason":"stop"}]}`)
 		send(fmt.Sprintf(`{"id":"x","object":"chat.completion.chunk","choices":[],"usage":{"prompt_tokens":9,"total_tokens":%d,"completion_tokens":%d}}`, tokens+9, tokens))
 		send("[DONE]")
-	}))
-	t.Cleanup(srv.Close)
-	return srv
+	})
 }
 
+// TestLLMProbeTTFTAndTPOT runs in a synctest bubble, so the server's
+// pace is exact and so are the probe's measurements.
 func TestLLMProbeTTFTAndTPOT(t *testing.T) {
-	srv := sseServer(t, 300*time.Millisecond, 20*time.Millisecond, 16)
-	r := runProbe(t, llmConfig(t, srv.URL+"/v1/chat/completions", 10*time.Second))
-	require.True(t, r.Success, "%s: %v", r.Reason, r.Err)
-	require.Equal(t, 200, r.StatusCode)
-	require.True(t, r.HasTTFT)
-	// The role-only chunk comes at once; counting it would give ~0.
-	require.InDelta(t, 0.300, r.TTFT.Seconds(), 0.030, "TTFT %s", r.TTFT)
-	require.InDelta(t, 0.020, r.TPOT.Seconds(), 0.002, "TPOT %s", r.TPOT)
-	require.Equal(t, 16, r.OutputTokens)
-	require.GreaterOrEqual(t, r.Duration, 300*time.Millisecond+15*20*time.Millisecond)
-	require.InDelta(t, 16/r.Duration.Seconds(), r.TokensPerSecond(), 1e-9)
+	synctest.Test(t, func(t *testing.T) {
+		h := sseHandler(t, 300*time.Millisecond, 20*time.Millisecond, 16)
+		r := bubbleProbe(t, h, llmConfig(t, "http://vllm.test/v1/chat/completions", 10*time.Second))
+		require.True(t, r.Success, "%s: %v", r.Reason, r.Err)
+		require.Equal(t, 200, r.StatusCode)
+		require.True(t, r.HasTTFT)
+		// The role-only chunk comes at once; counting it would give 0.
+		require.Equal(t, 300*time.Millisecond, r.TTFT)
+		require.Equal(t, 20*time.Millisecond, r.TPOT)
+		require.Equal(t, 16, r.OutputTokens)
+		require.Equal(t, 300*time.Millisecond+15*20*time.Millisecond, r.Duration)
+		require.Equal(t, 16/0.6, r.TokensPerSecond())
+	})
 }
 
 // TestLLMProbeStallIsNoToken: headers and the role chunk come at once,
 // then nothing: TTFT is the timeout and the reason says no token.
 func TestLLMProbeStallIsNoToken(t *testing.T) {
-	release := make(chan struct{})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/event-stream")
-		_, _ = io.WriteString(w, `data: {"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}`+"\n\n")
-		_ = http.NewResponseController(w).Flush()
-		select {
-		case <-release:
-		case <-r.Context().Done():
-		}
-	}))
-	defer srv.Close()
-	defer close(release)
-	timeout := 400 * time.Millisecond
-	r := runProbe(t, llmConfig(t, srv.URL+"/v1/chat/completions", timeout))
-	require.False(t, r.Success)
-	require.Equal(t, ReasonNoToken, r.Reason, "%v", r.Err)
-	require.True(t, r.HasTTFT)
-	require.Equal(t, timeout, r.TTFT)
-	require.InDelta(t, timeout.Seconds(), r.Duration.Seconds(), 0.3)
-	require.Equal(t, 200, r.StatusCode)
-	require.Zero(t, r.OutputTokens)
+	synctest.Test(t, func(t *testing.T) {
+		h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			// Read to the end, so that the server watches the
+			// connection and cancels r's context when the probe hangs up.
+			_, _ = io.Copy(io.Discard, r.Body)
+			w.Header().Set("Content-Type", "text/event-stream")
+			_, _ = io.WriteString(w, `data: {"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}`+"\n\n")
+			_ = http.NewResponseController(w).Flush()
+			<-r.Context().Done()
+		})
+		timeout := 400 * time.Millisecond
+		r := bubbleProbe(t, h, llmConfig(t, "http://vllm.test/v1/chat/completions", timeout))
+		require.False(t, r.Success)
+		require.Equal(t, ReasonNoToken, r.Reason, "%v", r.Err)
+		require.True(t, r.HasTTFT)
+		require.Equal(t, timeout, r.TTFT)
+		require.Equal(t, timeout, r.Duration)
+		require.Equal(t, 200, r.StatusCode)
+		require.Zero(t, r.OutputTokens)
+	})
 }
 
 func TestLLMProbeNoHeadersIsTimeout(t *testing.T) {
-	release := make(chan struct{})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case <-release:
-		case <-r.Context().Done():
-		}
-	}))
-	defer srv.Close()
-	defer close(release)
-	r := runProbe(t, llmConfig(t, srv.URL+"/v1/completions", 300*time.Millisecond))
-	require.Equal(t, ReasonTimeout, r.Reason, "%v", r.Err)
-	require.False(t, r.HasTTFT)
-	require.Zero(t, r.StatusCode)
+	synctest.Test(t, func(t *testing.T) {
+		h := http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+			_, _ = io.Copy(io.Discard, r.Body)
+			<-r.Context().Done()
+		})
+		timeout := 300 * time.Millisecond
+		r := bubbleProbe(t, h, llmConfig(t, "http://vllm.test/v1/completions", timeout))
+		require.Equal(t, ReasonTimeout, r.Reason, "%v", r.Err)
+		require.False(t, r.HasTTFT)
+		require.Zero(t, r.StatusCode)
+		require.Equal(t, timeout, r.Duration)
+	})
 }
 
-// replayServer serves a fixture, one line at a time with a small gap.
-func replayServer(t *testing.T, path, contentType string, gap time.Duration) *httptest.Server {
+// replayHandler serves a fixture, one line at a time with a gap after
+// each non-empty line.
+func replayHandler(t *testing.T, path, contentType string, gap time.Duration) http.Handler {
 	t.Helper()
 	body, err := os.ReadFile(path)
 	require.NoError(t, err)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		w.Header().Set("Content-Type", contentType)
 		rc := http.NewResponseController(w)
@@ -157,34 +182,44 @@ func replayServer(t *testing.T, path, contentType string, gap time.Duration) *ht
 				time.Sleep(gap)
 			}
 		}
-	}))
-	t.Cleanup(srv.Close)
-	return srv
+	})
 }
 
+// TestLLMProbeFixtures replays recorded streams, with 5 ms of the
+// bubble's clock after each non-empty line. An SSE event counts when the
+// blank line that ends it arrives, one gap after its data line; an NDJSON
+// line counts at once.
 func TestLLMProbeFixtures(t *testing.T) {
-	f := func(fixture, contentType, path string, wantTokens int) {
+	const gap = 5 * time.Millisecond
+	f := func(fixture, contentType, path string, wantTokens int, ttft, tpot time.Duration) {
 		t.Helper()
-		srv := replayServer(t, "testdata/"+fixture, contentType, 5*time.Millisecond)
-		r := runProbe(t, llmConfig(t, srv.URL+path, 10*time.Second))
-		require.True(t, r.Success, "%s: %s: %v", fixture, r.Reason, r.Err)
-		require.Equal(t, wantTokens, r.OutputTokens, fixture)
-		require.True(t, r.HasTTFT, fixture)
-		require.Positive(t, r.TPOT, fixture)
-		require.Less(t, r.TTFT, r.Duration, fixture)
+		synctest.Test(t, func(t *testing.T) {
+			h := replayHandler(t, "testdata/"+fixture, contentType, gap)
+			r := bubbleProbe(t, h, llmConfig(t, "http://llm.test"+path, 10*time.Second))
+			require.True(t, r.Success, "%s: %s: %v", fixture, r.Reason, r.Err)
+			require.Equal(t, wantTokens, r.OutputTokens, fixture)
+			require.True(t, r.HasTTFT, fixture)
+			require.Equal(t, ttft, r.TTFT, fixture)
+			require.Equal(t, tpot, r.TPOT, fixture)
+			require.Less(t, r.TTFT, r.Duration, fixture)
+		})
 	}
 	// vLLM: role-only first chunk, usage chunk with 20 completion tokens.
-	f("openai-stream.sse", "text/event-stream", "/v1/chat/completions", 20)
+	f("openai-stream.sse", "text/event-stream", "/v1/chat/completions", 20, 2*gap, gap)
 	// Ollama's OpenAI endpoint: the first chunk carries role and token.
-	f("openai-stream.ollama.sse", "text/event-stream", "/v1/chat/completions", 20)
+	f("openai-stream.ollama.sse", "text/event-stream", "/v1/chat/completions", 20, gap, gap)
 	// Ollama native NDJSON: tokens from eval_count on the done line.
-	f("ollama-generate.ndjson", "application/x-ndjson", "/api/generate", 20)
+	f("ollama-generate.ndjson", "application/x-ndjson", "/api/generate", 20, 0, gap)
 }
 
 // TestLLMProbeOllamaTTFT: the NDJSON stream's first token is timed, not
 // its headers.
 func TestLLMProbeOllamaTTFT(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	synctest.Test(t, func(t *testing.T) { testLLMProbeOllamaTTFT(t) })
+}
+
+func testLLMProbeOllamaTTFT(t *testing.T) {
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req struct {
 			Model   string         `json:"model"`
 			Options map[string]int `json:"options"`
@@ -200,12 +235,12 @@ func TestLLMProbeOllamaTTFT(t *testing.T) {
 			time.Sleep(10 * time.Millisecond)
 		}
 		fmt.Fprintf(w, `{"model":%q,"response":"","done":true,"eval_count":%d}`+"\n", req.Model, req.Options["num_predict"]/4)
-	}))
-	defer srv.Close()
-	r := runProbe(t, llmConfig(t, srv.URL+"/api/generate", 5*time.Second))
+	})
+	r := bubbleProbe(t, h, llmConfig(t, "http://ollama.test/api/generate", 5*time.Second))
 	require.True(t, r.Success, "%s: %v", r.Reason, r.Err)
-	require.GreaterOrEqual(t, r.TTFT, 200*time.Millisecond)
+	require.Equal(t, 200*time.Millisecond, r.TTFT)
 	require.Equal(t, 4, r.OutputTokens) // eval_count wins over the 3 events
+	require.Equal(t, 20*time.Millisecond/3, r.TPOT, "two 10 ms gaps over the 4-1 tokens eval_count reports")
 }
 
 func TestLLMProbeFailures(t *testing.T) {
@@ -250,28 +285,27 @@ func TestLLMProbeFailures(t *testing.T) {
 
 // TestLLMProbeDemoFleetDelays checks the probe against the demo fleet's
 // streaming endpoint with delays set through POST /demo/control, the way
-// the demo shows the probe at work.
+// the demo shows the probe at work. The instance is served inside a
+// synctest bubble, so its pace and the probe's measurements are exact.
 func TestLLMProbeDemoFleetDelays(t *testing.T) {
-	opts := demo.DefaultFleetOptions()
-	opts.BasePort, opts.Instances, opts.RequestRate = 0, 1, 1e-9
-	fleet, err := demo.NewFleet(opts)
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- fleet.Run(ctx) }()
-	defer func() { cancel(); require.NoError(t, <-done) }()
-	base := "http://" + fleet.Targets()[0]
+	synctest.Test(t, func(t *testing.T) {
+		opts := demo.DefaultFleetOptions()
+		opts.BasePort, opts.Instances, opts.RequestRate = 0, 1, 1e-9
+		fleet, err := demo.NewFleet(opts)
+		require.NoError(t, err)
+		defer func() { require.NoError(t, fleet.Close()) }()
+		in := fleet.Instance(0)
 
-	resp, err := http.Post(base+"/demo/control", "application/json", strings.NewReader(`{"first_token_ms":300,"per_token_ms":20}`))
-	require.NoError(t, err)
-	resp.Body.Close()
-	require.Equal(t, http.StatusOK, resp.StatusCode)
+		ctl := httptest.NewRecorder()
+		in.ServeHTTP(ctl, httptest.NewRequest(http.MethodPost, "/demo/control", strings.NewReader(`{"first_token_ms":300,"per_token_ms":20}`)))
+		require.Equal(t, http.StatusOK, ctl.Code, ctl.Body.String())
 
-	c := llmConfig(t, base+"/v1/chat/completions", 10*time.Second)
-	c.Model = demo.DefaultModels[0]
-	r := runProbe(t, c)
-	require.True(t, r.Success, "%s: %v", r.Reason, r.Err)
-	require.InDelta(t, 0.300, r.TTFT.Seconds(), 0.030, "TTFT %s", r.TTFT)
-	require.InDelta(t, 0.020, r.TPOT.Seconds(), 0.002, "TPOT %s", r.TPOT)
-	require.Equal(t, 16, r.OutputTokens)
+		c := llmConfig(t, "http://demo.test/v1/chat/completions", 10*time.Second)
+		c.Model = demo.DefaultModels[0]
+		r := bubbleProbe(t, in, c)
+		require.True(t, r.Success, "%s: %v", r.Reason, r.Err)
+		require.Equal(t, 300*time.Millisecond, r.TTFT)
+		require.Equal(t, 20*time.Millisecond, r.TPOT)
+		require.Equal(t, 16, r.OutputTokens)
+	})
 }

@@ -6,86 +6,33 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/prometheus/prometheus/model/histogram"
-	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/value"
-	"github.com/prometheus/prometheus/storage"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/aiserve/appliance/clock"
 	"github.com/aiserve/appliance/config"
+	"github.com/aiserve/appliance/storage"
+	"github.com/aiserve/appliance/storage/storagetest"
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(m, storagetest.LeakOptions()...)
 }
 
-// recorder is a storage.AppendableV2 that keeps committed samples.
-type recorder struct {
-	mu      sync.Mutex
-	commits int
-	last    map[string]float64 // series -> last value
-	changed chan struct{}
-}
-
-func newRecorder() *recorder {
-	return &recorder{last: map[string]float64{}, changed: make(chan struct{}, 100)}
-}
-
-type recApp struct {
-	r   *recorder
-	buf map[string]float64
-}
-
-func (r *recorder) AppenderV2(context.Context) storage.AppenderV2 {
-	return &recApp{r: r, buf: map[string]float64{}}
-}
-
-func (a *recApp) Append(_ storage.SeriesRef, ls labels.Labels, _, _ int64, v float64, _ *histogram.Histogram, _ *histogram.FloatHistogram, _ storage.AOptions) (storage.SeriesRef, error) {
-	a.buf[ls.String()] = v
-	return 0, nil
-}
-
-func (a *recApp) Commit() error {
-	a.r.mu.Lock()
-	defer a.r.mu.Unlock()
-	for k, v := range a.buf {
-		a.r.last[k] = v
-	}
-	a.r.commits++
-	select {
-	case a.r.changed <- struct{}{}:
-	default:
-	}
-	return nil
-}
-
-func (a *recApp) Rollback() error { return nil }
-
-func (r *recorder) get(series string) (float64, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	v, ok := r.last[series]
-	return v, ok
-}
-
-func (r *recorder) waitFor(t *testing.T, what string, cond func() bool) {
+// waitFor polls the storage until cond holds on the last values of
+// the probe_* series.
+func waitFor(t *testing.T, db *storage.DB, what string, cond func(last map[string]float64) bool) {
 	t.Helper()
-	deadline := time.After(10 * time.Second)
-	for !cond() {
-		select {
-		case <-r.changed:
-		case <-deadline:
-			r.mu.Lock()
-			defer r.mu.Unlock()
-			t.Fatalf("timed out waiting for %s; have %v", what, r.last)
-		}
-	}
+	var last map[string]float64
+	require.Eventually(t, func() bool {
+		last = storagetest.Last(t, db, `{__name__=~"probe_.+"}`)
+		return cond(last)
+	}, 10*time.Second, 10*time.Millisecond, "waiting for %s; have %v", what, &last)
 }
 
 func isStale(v float64) bool { return value.IsStaleNaN(v) }
@@ -107,11 +54,14 @@ func TestManagerWritesMarksStaleAndStops(t *testing.T) {
 `, srv.URL, srv.URL)), "")
 	require.NoError(t, err)
 
-	rec := newRecorder()
+	// The probes' timestamps come from a clock that stands still unless
+	// moved: every run writes at the same millisecond, and the writer must
+	// still keep its staleness markers apart from the values they end.
+	clk := clock.NewFake(time.Now().Truncate(time.Second))
+	db := storagetest.OpenOptions(t, storage.Options{Now: clk.Now})
 	opts := DefaultOptions()
-	opts.Appendable = rec
-	fixed := time.Unix(1_700_000_000, 0)
-	opts.Now = func() time.Time { return fixed }
+	opts.Appendable = db
+	opts.Now = clk.Now
 	m, err := NewManager(opts)
 	require.NoError(t, err)
 	require.NoError(t, m.ApplyConfig(cfg.Probes))
@@ -124,31 +74,28 @@ func TestManagerWritesMarksStaleAndStops(t *testing.T) {
 	failed := `{__name__="probe_success", probe="web", reason="http_status"}`
 	ok := `{__name__="probe_success", probe="web"}`
 	otherFailed := `{__name__="probe_success", probe="other", reason="http_status"}`
-	rec.waitFor(t, "a failed run of each probe", func() bool {
-		v, has := rec.get(failed)
-		o, hasO := rec.get(otherFailed)
+	waitFor(t, db, "a failed run of each probe", func(last map[string]float64) bool {
+		v, has := last[failed]
+		o, hasO := last[otherFailed]
 		return has && v == 0 && hasO && o == 0
 	})
-	v, _ := rec.get(`{__name__="probe_http_status_code", probe="web"}`)
-	require.Equal(t, 503.0, v)
+	require.Equal(t, 503.0, storagetest.Last(t, db, `probe_http_status_code{probe="web"}`)[`{__name__="probe_http_status_code", probe="web"}`])
 
 	// Recovery: the success series appears, the failure series goes stale.
 	healthy.Store(true)
-	rec.waitFor(t, "recovery", func() bool {
-		v, has := rec.get(ok)
-		f, _ := rec.get(failed)
-		return has && v == 1 && isStale(f)
+	waitFor(t, db, "recovery", func(last map[string]float64) bool {
+		v, has := last[ok]
+		return has && v == 1 && isStale(last[failed])
 	})
 
 	// A reload without web: every series of web goes stale; other stays.
 	require.NoError(t, m.ApplyConfig(cfg.Probes[1:]))
 	require.Equal(t, []string{"other"}, m.Names())
-	v, _ = rec.get(ok)
-	require.True(t, isStale(v), "probe_success of a removed probe is marked stale")
-	v, _ = rec.get(`{__name__="probe_http_duration_seconds", phase="connect", probe="web"}`)
-	require.True(t, isStale(v))
+	last := storagetest.Last(t, db, `{__name__=~"probe_.+"}`)
+	require.True(t, isStale(last[ok]), "probe_success of a removed probe is marked stale")
+	require.True(t, isStale(last[`{__name__="probe_http_duration_seconds", phase="connect", probe="web"}`]))
 	// other ran once at start, while the server was down, and stays.
-	v, has := rec.get(otherFailed)
+	v, has := last[otherFailed]
 	require.True(t, has)
 	require.Equal(t, 0.0, v)
 
@@ -164,7 +111,6 @@ func TestManagerWritesMarksStaleAndStops(t *testing.T) {
 
 	cancel()
 	require.NoError(t, <-done)
-	v, _ = rec.get(otherFailed)
-	require.True(t, isStale(v), "shutdown marks the series stale")
+	require.True(t, isStale(storagetest.Last(t, db, `probe_success{probe="other"}`)[otherFailed]), "shutdown marks the series stale")
 	require.Empty(t, m.Names())
 }

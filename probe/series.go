@@ -89,9 +89,16 @@ func samples(cfg *config.ProbeConfig, r *Result) []sample {
 // succeeds again) and, on Close, every series of the probe, so that a
 // removed probe disappears from queries at once, as a removed scrape target
 // does.
+//
+// Timestamps strictly increase: a write at or before the previous one's
+// millisecond (a clock that stood still, a reload right after a run) moves
+// to the next millisecond, because the storage merges two samples of one
+// series at one timestamp, the larger value winning and a staleness marker
+// only over another marker, so the marker would be lost.
 type seriesWriter struct {
-	app  storage.AppendableV2
-	prev map[uint64]labels.Labels
+	app   storage.AppendableV2
+	prev  map[uint64]labels.Labels
+	lastT int64 // ms of the last write; 0 before the first
 }
 
 func newSeriesWriter(app storage.AppendableV2) *seriesWriter {
@@ -102,6 +109,9 @@ func newSeriesWriter(app storage.AppendableV2) *seriesWriter {
 func (w *seriesWriter) write(ss []sample, ts time.Time) error {
 	a := w.app.AppenderV2(context.Background())
 	t := ts.UnixMilli()
+	if w.lastT != 0 && t <= w.lastT {
+		t = w.lastT + 1
+	}
 	cur := make(map[uint64]labels.Labels, len(ss))
 	var errs []error
 	for _, s := range ss {
@@ -128,7 +138,7 @@ func (w *seriesWriter) write(ss []sample, ts time.Time) error {
 	if err := a.Commit(); err != nil {
 		return fmt.Errorf("commit probe samples: %w", err)
 	}
-	w.prev = cur
+	w.prev, w.lastT = cur, t
 	return errors.Join(errs...)
 }
 

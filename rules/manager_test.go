@@ -12,12 +12,13 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/aiserve/appliance/query"
+	"github.com/aiserve/appliance/storage/storagetest"
 )
 
 func TestMain(m *testing.M) {
-	// VictoriaMetrics' packages (linked for the benchmark) start
-	// process-wide goroutines in their init functions.
-	goleak.VerifyTestMain(m, goleak.IgnoreCurrent())
+	// VictoriaMetrics' packages (the fixtures run on the real storage)
+	// start process-wide goroutines in their init functions.
+	goleak.VerifyTestMain(m, storagetest.LeakOptions()...)
 }
 
 func newTestManager(t *testing.T) *Manager {

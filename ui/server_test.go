@@ -22,24 +22,21 @@ import (
 	"github.com/aiserve/appliance/query"
 	"github.com/aiserve/appliance/scrape"
 	"github.com/aiserve/appliance/storage"
+	"github.com/aiserve/appliance/storage/storagetest"
 )
 
 // testServer is a Server over a real storage in a temp dir, with a scrape
 // manager that has no jobs.
 type testServer struct {
-	t   *testing.T
+	t   testing.TB
 	db  *storage.DB
 	srv *Server
 	h   http.Handler
 }
 
-func newTestServer(t *testing.T, mod func(*Options)) *testServer {
+func newTestServer(t testing.TB, mod func(*Options)) *testServer {
 	t.Helper()
-	sopts := storage.DefaultOptions()
-	sopts.Path = t.TempDir()
-	db, err := storage.Open(sopts)
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, db.Close()) })
+	db := storagetest.Open(t)
 	sc, err := scrape.New(scrape.Options{Appendable: db, Registerer: prometheus.NewRegistry()})
 	require.NoError(t, err)
 	opts := Options{

@@ -8,29 +8,24 @@ import (
 	"net/http/httptest"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/common/model"
 	promconfig "github.com/prometheus/prometheus/config"
-	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/labels"
-	"github.com/prometheus/prometheus/storage"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
 	"github.com/aiserve/appliance/config"
 	"github.com/aiserve/appliance/scrape"
+	"github.com/aiserve/appliance/storage/storagetest"
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m,
-		// Prometheus' scrape manager leaves these behind for a moment
-		// after Stop.
-		goleak.IgnoreTopFunction("internal/poll.runtime_pollWait"),
-		goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"),
-	)
+	goleak.VerifyTestMain(m, storagetest.LeakOptions()...)
 }
 
 // fakeServer serves path -> (content type, body) on a random port and
@@ -176,37 +171,6 @@ func TestFoundServersStayWhileDown(t *testing.T) {
 	require.Empty(t, d.Found())
 }
 
-// recorder is a storage.AppendableV2 that counts samples by job.
-type recorder struct {
-	mu    sync.Mutex
-	byJob map[string]int
-}
-
-type recApp struct {
-	r   *recorder
-	buf map[string]int
-}
-
-func (r *recorder) AppenderV2(context.Context) storage.AppenderV2 {
-	return &recApp{r: r, buf: map[string]int{}}
-}
-
-func (a *recApp) Append(_ storage.SeriesRef, ls labels.Labels, _, _ int64, _ float64, _ *histogram.Histogram, _ *histogram.FloatHistogram, _ storage.AOptions) (storage.SeriesRef, error) {
-	a.buf[ls.Get("job")]++
-	return 0, nil
-}
-
-func (a *recApp) Commit() error {
-	a.r.mu.Lock()
-	defer a.r.mu.Unlock()
-	for k, v := range a.buf {
-		a.r.byJob[k] += v
-	}
-	return nil
-}
-
-func (a *recApp) Rollback() error { return nil }
-
 // TestDetectedServersAreScraped runs Prometheus' discovery and scrape
 // managers with the Detector as a job source: every found server is
 // scraped under the job of its kind, with discovered labels that say it was
@@ -220,8 +184,8 @@ func TestDetectedServersAreScraped(t *testing.T) {
 	d, err := New(Options{Host: "127.0.0.1", Ports: ports, Interval: time.Minute})
 	require.NoError(t, err)
 
-	rec := &recorder{byJob: map[string]int{}}
-	s, err := scrape.New(scrape.Options{Appendable: rec})
+	db := storagetest.Open(t)
+	s, err := scrape.New(scrape.Options{Appendable: db})
 	require.NoError(t, err)
 	s.AddJobSource(d)
 	cfg := config.Default("127.0.0.1:1")
@@ -242,16 +206,25 @@ func TestDetectedServersAreScraped(t *testing.T) {
 	defer func() { cancel(); wg.Wait() }()
 
 	scraped := []string{KindVLLM, KindSGLang, KindTGI, KindTriton, KindDCGM, KindNode}
+	// Two scrapes of each: up{job} has two samples at two timestamps.
 	require.Eventually(t, func() bool {
-		rec.mu.Lock()
-		defer rec.mu.Unlock()
+		ups := storagetest.Select(t, db, `up`)
 		for _, k := range scraped {
-			if rec.byJob[k] < 5 {
+			n := 0
+			for series, ss := range ups {
+				if strings.Contains(series, `job="`+k+`"`) {
+					n += len(ss)
+				}
+			}
+			if n < 2 {
 				return false
 			}
 		}
 		return true
 	}, 30*time.Second, 100*time.Millisecond, "every detected server scraped")
+	for _, k := range scraped {
+		require.NotEmpty(t, storagetest.Select(t, db, `{job="`+k+`", __name__!="up", __name__!~"scrape_.+"}`), "samples of %s beyond up", k)
+	}
 
 	active := s.Manager().TargetsActive()
 	byPool := map[string][]int{}

@@ -168,9 +168,16 @@ func (r *Reader) Run(ctx context.Context) error {
 }
 
 // writer appends rounds and marks stale what a round no longer has.
+//
+// Timestamps strictly increase: a round at or before the previous one's
+// millisecond (the last marks at shutdown right after a round, a clock that
+// stood still) moves to the next millisecond, because the storage merges
+// two samples of one series at one timestamp, the larger value winning and
+// a staleness marker only over another marker.
 type writer struct {
-	app  storage.AppendableV2
-	prev map[uint64]labels.Labels
+	app   storage.AppendableV2
+	prev  map[uint64]labels.Labels
+	lastT int64 // ms of the last write; 0 before the first
 }
 
 func (w *writer) write(ss []sample, ts time.Time) error {
@@ -179,6 +186,9 @@ func (w *writer) write(ss []sample, ts time.Time) error {
 	}
 	a := w.app.AppenderV2(context.Background())
 	t := ts.UnixMilli()
+	if w.lastT != 0 && t <= w.lastT {
+		t = w.lastT + 1
+	}
 	cur := make(map[uint64]labels.Labels, len(ss))
 	var errs []error
 	for _, s := range ss {
@@ -205,6 +215,6 @@ func (w *writer) write(ss []sample, ts time.Time) error {
 	if err := a.Commit(); err != nil {
 		return fmt.Errorf("commit local readings: %w", err)
 	}
-	w.prev = cur
+	w.prev, w.lastT = cur, t
 	return errors.Join(errs...)
 }

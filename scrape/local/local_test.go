@@ -5,20 +5,21 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/value"
-	"github.com/prometheus/prometheus/storage"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"github.com/aiserve/appliance/clock"
+	"github.com/aiserve/appliance/storage"
+	"github.com/aiserve/appliance/storage/storagetest"
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(m, storagetest.LeakOptions()...)
 }
 
 // writeTree writes files (path -> content) under root.
@@ -123,7 +124,7 @@ func newTestReader(t *testing.T, proc, sys, rootfs string) *Reader {
 	opts := DefaultOptions()
 	opts.ProcPath, opts.SysPath, opts.RootFSPath = proc, sys, rootfs
 	opts.Instance = "box"
-	opts.Appendable = newRecorder()
+	opts.Appendable = storagetest.Open(t)
 	r, err := New(opts)
 	require.NoError(t, err)
 	return r
@@ -239,59 +240,25 @@ func filter(m map[string]float64, prefix string) []string {
 	return out
 }
 
-// recorder keeps the last committed value of every series.
-type recorder struct {
-	mu      sync.Mutex
-	last    map[string]float64
-	commits int
-}
-
-func newRecorder() *recorder { return &recorder{last: map[string]float64{}} }
-
-type recApp struct {
-	r   *recorder
-	buf map[string]float64
-}
-
-func (r *recorder) AppenderV2(context.Context) storage.AppenderV2 {
-	return &recApp{r: r, buf: map[string]float64{}}
-}
-
-func (a *recApp) Append(_ storage.SeriesRef, ls labels.Labels, _, _ int64, v float64, _ *histogram.Histogram, _ *histogram.FloatHistogram, _ storage.AOptions) (storage.SeriesRef, error) {
-	a.buf[key(ls)] = v
-	return 0, nil
-}
-
-func (a *recApp) Commit() error {
-	a.r.mu.Lock()
-	defer a.r.mu.Unlock()
-	for k, v := range a.buf {
-		a.r.last[k] = v
-	}
-	a.r.commits++
-	return nil
-}
-
-func (a *recApp) Rollback() error { return nil }
-
 // TestRunWritesAndMarksStale: Run writes a round at once; a series that
 // vanishes (a NIC removed) and, at shutdown, every series go stale.
 func TestRunWritesAndMarksStale(t *testing.T) {
 	proc, sys, rootfs := fakeHost(t)
 	t.Setenv("PATH", t.TempDir())
-	rec := newRecorder()
+	// The rounds' timestamps come from a clock that stands still: the
+	// writer must keep each round, and the staleness markers, apart.
+	clk := clock.NewFake(time.Now().Truncate(time.Second))
+	db := storagetest.OpenOptions(t, storage.Options{Now: clk.Now})
 	opts := DefaultOptions()
 	opts.ProcPath, opts.SysPath, opts.RootFSPath, opts.Instance = proc, sys, rootfs, "box"
-	opts.Appendable, opts.Interval = rec, 20*time.Millisecond
+	opts.Appendable, opts.Interval, opts.Now = db, 20*time.Millisecond, clk.Now
 	r, err := New(opts)
 	require.NoError(t, err)
 
-	nic := `node_network_receive_bytes_total{device="eth0", instance="box", job="local"}`
-	load := `node_load1{instance="box", job="local"}`
+	nic := `{__name__="node_network_receive_bytes_total", device="eth0", instance="box", job="local"}`
+	load := `{__name__="node_load1", instance="box", job="local"}`
 	get := func(k string) (float64, bool) {
-		rec.mu.Lock()
-		defer rec.mu.Unlock()
-		v, ok := rec.last[k]
+		v, ok := storagetest.Last(t, db, `{job="local"}`)[k]
 		return v, ok
 	}
 	ctx, cancel := context.WithCancel(context.Background())

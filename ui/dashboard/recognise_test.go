@@ -27,6 +27,7 @@ import (
 	"github.com/aiserve/appliance/query"
 	"github.com/aiserve/appliance/scrape/local"
 	"github.com/aiserve/appliance/storage"
+	"github.com/aiserve/appliance/storage/storagetest"
 )
 
 // The recogniser tests load each fixture into the real storage at several
@@ -48,11 +49,7 @@ type store struct {
 
 func openStore(t testing.TB) *store {
 	t.Helper()
-	opts := storage.DefaultOptions()
-	opts.Path = t.TempDir()
-	db, err := storage.Open(opts)
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, db.Close()) })
+	db := storagetest.Open(t)
 	end := time.Now().Add(-time.Minute).Truncate(time.Second)
 	return &store{db: db, start: end.Add(-(loadSteps - 1) * loadStep), end: end}
 }
