@@ -16,6 +16,8 @@ const PALETTE = ["#3b82f6", "#f59e0b", "#10b981", "#ef4444", "#8b5cf6", "#06b6d4
   "#14b8a6", "#eab308", "#a855f7", "#22c55e", "#e11d48", "#0ea5e9", "#d946ef", "#65a30d", "#fb923c", "#64748b"];
 const SEVERITY = { P0: "rgba(220,38,38,0.22)", P1: "rgba(234,88,12,0.18)", P2: "rgba(202,138,4,0.14)" };
 const WARMUP = "rgba(99,102,241,0.16)";
+const NAMED = { red: "#dc2626", amber: "#d97706", orange: "#ea580c", yellow: "#ca8a04", green: "#16a34a", blue: "#2563eb" };
+const color = (c) => NAMED[c] || c || NAMED.red;
 
 const cssVar = (n) => getComputedStyle(document.documentElement).getPropertyValue(n).trim();
 
@@ -168,7 +170,7 @@ function drawMarks(u, anns, thresholds) {
   for (const t of thresholds || []) {
     const y = u.valToPos(t.value, "y", true);
     if (y < bbox.top || y > bbox.top + bbox.height) continue;
-    c.strokeStyle = t.color || "#dc2626";
+    c.strokeStyle = color(t.color);
     c.beginPath(); c.moveTo(bbox.left, y); c.lineTo(bbox.left + bbox.width, y); c.stroke();
   }
   c.restore();
@@ -177,12 +179,14 @@ function drawMarks(u, anns, thresholds) {
 function baseOpts(ctx, width, unit) {
   const fg = cssVar("--fg"), grid = cssVar("--grid");
   const axis = { stroke: fg, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid, width: 1 } };
+  // The y axis is as wide as its longest label.
+  const ysize = (u, values) => (values && values.length ? Math.ceil(Math.max(...values.map((v) => u.ctx.measureText(v).width)) / devicePixelRatio) + 18 : 40);
   return {
     width, height: 200,
     cursor: { sync: { key: ctx.syncKey }, drag: { x: true, y: false, setScale: false } },
     select: { show: true },
     legend: { isolate: true },
-    axes: [{ ...axis }, { ...axis, size: 64, values: (u, splits) => splits.map((v) => fmt(v, unit)) }],
+    axes: [{ ...axis }, { ...axis, size: ysize, values: (u, splits) => splits.map((v) => fmt(v, unit)) }],
     hooks: {
       setSelect: [(u) => {
         if (u.select.width < 4) return;
@@ -271,7 +275,7 @@ function Heatmap({ xs, series, panel }) {
         const k = bounds.findIndex((b) => b.n >= t.value);
         if (k < 0) continue;
         const y = u.valToPos(k + 1, "y", true);
-        c.strokeStyle = t.color || "#dc2626"; c.setLineDash([4, 3]); c.lineWidth = 1.5 * devicePixelRatio;
+        c.strokeStyle = color(t.color); c.setLineDash([4, 3]); c.lineWidth = 1.5 * devicePixelRatio;
         c.beginPath(); c.moveTo(u.bbox.left, y); c.lineTo(u.bbox.left + u.bbox.width, y); c.stroke();
       }
       c.restore();

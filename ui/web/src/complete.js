@@ -79,7 +79,7 @@ export function Completer({ value, onInput, onRun }) {
     if (e.key === "Enter" && !e.shiftKey) { e.preventDefault(); onRun(ta.current.value); }
   };
   return html`<div class="completer">
-    <textarea ref=${ta} rows="2" spellcheck="false" data-testid="expr" placeholder="PromQL, e.g. rate(vllm:request_success_total[5m])" value=${value}
+    <textarea ref=${ta} rows="2" spellcheck=${false} data-testid="expr" placeholder="PromQL, e.g. rate(vllm:request_success_total[5m])" value=${value}
       onInput=${(e) => { onInput(e.target.value); suggest(false); }} onKeyDown=${onKey} onBlur=${() => setTimeout(() => setItems([]), 150)}></textarea>
     <button data-testid="run" onClick=${() => onRun(ta.current.value)}>run</button>
     ${items.length > 0 && html`<ul class="completions" data-testid="completions">${items.map((it, i) => html`<li class=${i === sel ? "on" : ""} data-completion=${it.text}

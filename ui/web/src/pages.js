@@ -55,7 +55,9 @@ function Dashboard({ id, p, sel, head }) {
   const st = useAPI("/api/v1/appliance/dashboards/" + id, qs, [id, JSON.stringify(qs)]);
   if (st.state === "loading") return html`<div data-loading="1" class="msg">loading dashboard…</div>`;
   if (st.state === "error") return html`<div class="msg err" data-panel="dashboard" data-state="error">dashboard ${id}: ${st.error}</div>`;
-  return html`<h1>${st.data.title}</h1>${head}<${Rows} rows=${st.data.rows || []} sel=${sel} />`;
+  const rows = st.data.rows || [];
+  return html`<h1>${st.data.title}</h1>${head}${rows.length ? html`<${Rows} rows=${rows} sel=${sel} />`
+    : html`<div class="msg" data-testid="no-panels">Nothing to show yet: none of this dashboard's metrics exist in storage (panels without a metric are hidden).</div>`}`;
 }
 
 // StatusStrip answers "usable right now?": red on P0/P1 firing or a probe
