@@ -349,7 +349,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		require.NoError(t, err)
 		defer resp.Body.Close()
 		var list []struct {
-			ID       string `json:"id"`
+			ID       string                 `json:"id"`
 			Status   struct{ State string } `json:"status"`
 			Matchers []struct{ Name, Value string }
 		}
