@@ -267,7 +267,6 @@ func TestDashboardInBrowser(t *testing.T) {
 			// Nothing fires in a fresh demo: the lists are there, empty.
 			run(90*time.Second, "alerts page", chromedp.WaitReady(chromedp.CSS(`#app[data-ready="true"]`)),
 				chromedp.WaitReady(chromedp.CSS(`[data-panel="silences"]`)))
-			screenshot("alerts")
 			errs, _ := b.take()
 			require.Empty(t, errs, "alerts: console errors")
 			continue
@@ -329,21 +328,33 @@ func TestDashboardInBrowser(t *testing.T) {
 	require.Regexp(t, `^\d{13}$`, u.Query().Get("to"))
 	checkPage("overview-zoomed", 1, true)
 
-	// A silence made in the UI shows in /api/v2/silences; expiring it in
-	// the UI takes it out of the active ones.
+	// An alert posted to the appliance shows in its Alertmanager group; a
+	// silence made from it in the UI (matchers prefilled, a preview of
+	// what it matches) shows in /api/v2/silences and mutes the alert;
+	// expiring it in the UI takes it out of the active ones.
 	marker := fmt.Sprintf("e2e-dashboard-%d", time.Now().UnixNano())
+	alert := fmt.Sprintf(`[{"labels":{"alertname":%q,"severity":"P1","instance":"127.0.0.1:1"},"annotations":{"summary":"posted by the browser test"}}]`, marker)
+	code, body := p.post("/api/v2/alerts", "application/json", []byte(alert), nil)
+	require.Equal(t, http.StatusOK, code, body)
 	nav("/alerts")
-	run(60*time.Second, "create silence",
+	run(60*time.Second, "alert in its group",
 		chromedp.WaitReady(chromedp.CSS(`#app[data-ready="true"]`)),
-		chromedp.Click(chromedp.CSS(`[data-testid="silence-new"]`)),
-		chromedp.WaitReady(chromedp.CSS(`[data-testid="silence-form"]`)))
-	run(30*time.Second, "fill silence",
-		chromedp.SendKeys(chromedp.CSS(`input[name="matcher-value"]`), marker),
-		chromedp.SendKeys(chromedp.CSS(`input[name="comment"]`), "made by the browser test"),
-		chromedp.WaitReady(chromedp.CSS(`[data-testid="silence-preview"]`)))
-	run(30*time.Second, "submit silence", chromedp.Click(chromedp.CSS(`[data-testid="silence-create"]`)),
-		chromedp.WaitReady(chromedp.CSS(`tr[data-silence-state="active"]`)),
-	)
+		chromedp.WaitReady(chromedp.CSS(`[data-panel="alert-groups"][data-state="ready"] [data-testid="silence-alert"]`)))
+	screenshot("alerts")
+	run(30*time.Second, "silence from the alert", chromedp.Click(chromedp.CSS(`[data-testid="silence-alert"]`)))
+	run(30*time.Second, "silence form", chromedp.WaitReady(chromedp.CSS(`[data-testid="silence-form"]`)))
+	var matchers [][2]string
+	eval(`[...document.querySelectorAll('[data-testid="silence-form"] .matcher')].filter(m => m.querySelector('input[name="matcher-name"]')).map(m => [m.querySelector('input[name="matcher-name"]').value, m.querySelector('input[name="matcher-value"]').value])`, &matchers)
+	require.Contains(t, matchers, [2]string{"alertname", marker}, "matchers prefilled from the alert")
+	require.Contains(t, matchers, [2]string{"severity", "P1"})
+	eventually(t, 30*time.Second, "the silence preview matching the alert", func() bool {
+		var text string
+		eval(`document.querySelector('[data-testid="silence-preview"]').textContent`, &text)
+		return strings.Contains(text, "matches 1 active alert") && strings.Contains(text, marker)
+	})
+	run(30*time.Second, "fill silence", chromedp.SendKeys(chromedp.CSS(`input[name="comment"]`), "made by the browser test"))
+	run(30*time.Second, "submit silence", chromedp.Click(chromedp.CSS(`[data-testid="silence-create"]`)))
+	run(30*time.Second, "silence listed", chromedp.WaitReady(chromedp.CSS(`tr[data-silence-state="active"]`)))
 	silence := func() (id, state string) {
 		resp, err := http.Get(base + "/api/v2/silences")
 		require.NoError(t, err)
@@ -366,6 +377,14 @@ func TestDashboardInBrowser(t *testing.T) {
 	id, state := silence()
 	require.NotEmpty(t, id, "the silence made in the UI is not in /api/v2/silences")
 	require.Equal(t, "active", state)
+	eventually(t, 30*time.Second, "the alert muted by the silence", func() bool {
+		resp, err := http.Get(base + "/api/v2/alerts?filter=" + url.QueryEscape(fmt.Sprintf("alertname=%q", marker)))
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		var as []struct{ Status struct{ State string } }
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&as))
+		return len(as) == 1 && as[0].Status.State == "suppressed"
+	})
 	screenshot("alerts-silence")
 	run(30*time.Second, "expire silence",
 		chromedp.Click(chromedp.CSS(fmt.Sprintf(`tr[data-silence=%q] [data-testid="silence-expire"]`, id))),

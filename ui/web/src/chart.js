@@ -270,6 +270,9 @@ function Heatmap({ xs, series, panel }) {
         }
       }
       c.save();
+      c.beginPath();
+      c.rect(u.bbox.left, u.bbox.top, u.bbox.width, u.bbox.height);
+      c.clip();
       paths.forEach((p, l) => { c.fillStyle = `hsla(${220 - l * 12},85%,${55 - l}%,${0.25 + (0.75 * l) / levels})`; c.fill(p); });
       for (const t of panel.thresholds || []) {
         const k = bounds.findIndex((b) => b.n >= t.value);

@@ -156,7 +156,6 @@ function App() {
   let start = parseTime(from, now), end = parseTime(to, now);
   if (!(start < end)) { start = now - 3600; end = now; }
 
-  useEffect(() => { document.documentElement.dataset.theme = th; }, [th]);
   useEffect(() => {
     const on = () => setVisible(!document.hidden);
     document.addEventListener("visibilitychange", on);
@@ -177,7 +176,14 @@ function App() {
     start, end, rangeKey: from + "|" + to, tick, theme: th, scrape: scrape || 15, annotations, sel, syncKey: "page:" + path,
     onZoom: (a, b) => navigate(withParams({ from: String(Math.round(a * 1000)), to: String(Math.round(b * 1000)) })),
   };
-  const toggle = () => { const n = th === "dark" ? "light" : "dark"; localStorage.setItem("theme", n); setTh(n); };
+  // The theme is set on <html> before the charts (created in effects, which
+  // read the CSS variables) re-render.
+  const toggle = () => {
+    const n = th === "dark" ? "light" : "dark";
+    localStorage.setItem("theme", n);
+    document.documentElement.dataset.theme = n;
+    setTh(n);
+  };
   return html`<div class="shell" onClick=${onClick}>
     <nav>
       <span class="brand">appliance</span>
@@ -199,4 +205,5 @@ function NotFound() {
   return html`<div class="msg">No such page.</div>`;
 }
 
+document.documentElement.dataset.theme = theme();
 render(html`<${App} />`, document.getElementById("app"));

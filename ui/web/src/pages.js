@@ -326,7 +326,8 @@ function Explore({ p }) {
   }, [expr, tab, ctx.rangeKey, ctx.tick, nonce]);
   const run = (v) => (v !== expr ? navigate(withParams({ expr: v })) : setNonce(nonce + 1));
   const r = st.r;
-  const series = r && r.series ? (showAll ? r.series : r.series.slice(0, MAX_SERIES)) : [];
+  // A heatmap draws every bucket; lines are capped at MAX_SERIES.
+  const series = r && r.series ? (showAll || isHeatmap(r.series) ? r.series : r.series.slice(0, MAX_SERIES)) : [];
   const tiers = r ? r.tiers.join(",") : "";
   const n = r ? (r.series || r.result).length : 0;
   const attrs = st.state === "ready" ? { "data-series": String(tab === "table" ? n : series.length), "data-tiers": tiers } : {};
@@ -343,7 +344,7 @@ function Explore({ p }) {
       ${st.state === "error" && html`<div class="msg err">${st.error}</div>`}
       ${st.state === "empty" && html`<div class="msg">no data</div>`}
       ${st.state === "ready" && tab === "graph" && html`<${ResultChart} xs=${r.xs} series=${series.map((s) => ({ ...s, name: legendFor("", s.metric) }))} step=${st.step} />
-        ${r.series.length > MAX_SERIES && html`<button class="link" onClick=${() => setShowAll(!showAll)}>${showAll ? `show first ${MAX_SERIES}` : `show all ${r.series.length} series`}</button>`}`}
+        ${r.series.length > MAX_SERIES && !isHeatmap(r.series) && html`<button class="link" onClick=${() => setShowAll(!showAll)}>${showAll ? `show first ${MAX_SERIES}` : `show all ${r.series.length} series`}</button>`}`}
       ${st.state === "ready" && tab === "table" && html`<div class="scroll"><table><thead><tr><th>series</th><th>value</th></tr></thead>
         <tbody>${r.result.slice(0, 500).map((x) => html`<tr><td>${legendFor("", x.metric)}</td><td class="num">${x.value[1]}</td></tr>`)}</tbody></table></div>`}
     </section>`;
