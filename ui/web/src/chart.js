@@ -226,7 +226,13 @@ function TimeChart({ xs, series, panel, step }) {
       fill: panel.stack ? PALETTE[i % PALETTE.length] + "55" : undefined,
       spanGaps: false, points: { show: false }, value: (u, v) => fmt(v, panel.unit),
     }))];
-    opts.scales = { x: { time: true, range: () => [ctx.start, ctx.end] } };
+    // A flat series (all 0, as an error ratio without errors) gets a
+    // range that fits its unit rather than uPlot's 0..100.
+    const flat = { ratio: 1, percent: 100 }[panel.unit] || 1;
+    opts.scales = {
+      x: { time: true, range: () => [ctx.start, ctx.end] },
+      y: { range: (u, min, max) => (min == null || min === max ? [Math.min(0, min || 0), Math.max(flat, (max || 0) * 1.2)] : uPlot.rangeNum(min, max, 0.1, true)) },
+    };
     opts.hooks.drawAxes = [(u) => drawBands(u, ctx.annotations)];
     opts.hooks.draw = [(u) => drawMarks(u, ctx.annotations, panel.thresholds)];
     return new uPlot(opts, [xs, ...ys], node);

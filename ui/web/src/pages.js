@@ -258,6 +258,14 @@ function Alerts() {
   const pending = useAPI("/api/v1/alerts", null, [ver]);
   const silences = useAPI("/api/v2/silences", null, [ver]);
   const notes = useAPI("/api/v2/notifications", { limit: "50" }, [ver]);
+  // Warm-up: a pending alert of a rule with a warm-up whose instance is
+  // warming is held, not just pending.
+  const rules = useAPI("/api/v1/rules", { type: "alert" }, [ver]);
+  const warming = useQueryTable("appliance_instance_warming == 1");
+  const warmupOf = {};
+  for (const g of (rules.data && rules.data.groups) || []) for (const r of g.rules || []) if (r.warmup > 0) warmupOf[r.name] = r.warmup;
+  const warmInst = new Set((warming.data || []).map((r) => r.metric.instance));
+  const held = (a) => warmupOf[a.labels.alertname] > 0 && (warmInst.has(a.labels.instance) || (a.breachingInstances || []).some((i) => warmInst.has(i)));
   const done = () => { setForm(null); setVer(ver + 1); };
   const expire = async (id) => { await api("/api/v2/silence/" + encodeURIComponent(id), null, { method: "DELETE" }).catch(() => {}); setVer(ver + 1); };
   const fromAlert = (labels) => setForm(Object.keys(labels).filter((k) => !HIDE.has(k)).sort().map((k) => ({ name: k, value: labels[k], isRegex: false, isEqual: true })));
@@ -271,13 +279,13 @@ function Alerts() {
     <${ListPanel} id="alert-groups" title="Firing (grouped as Alertmanager groups them)" st=${groups} rows=${gs.length}>
       ${gs.map((g) => html`<div class="group"><div class="ghead">${labelsText(g.labels) || "(all)"} <span class="meta">→ ${g.receiver.name}</span></div>
         <table><tbody>${g.alerts.map((a) => html`<tr data-alert=${a.fingerprint}><td><span class=${"sev " + (a.labels.severity || "")}>${a.labels.severity || "–"}</span></td>
-          <td>${a.labels.alertname}</td><td>${a.labels.instance || ""}</td><td>since ${fmtAgo(a.startsAt)}</td><td>${a.status.state}${a.status.silencedBy.length ? " (silenced)" : ""}</td>
+          <td>${a.labels.alertname}</td><td>${a.labels.instance || a.annotations.breaching_instances || ""}</td><td>since ${fmtAgo(a.startsAt)}</td><td>${a.status.state}${a.status.silencedBy.length ? " (silenced)" : ""}</td>
           <td>${a.annotations.summary || ""}</td><td>${a.generatorURL && html`<a href=${explorePath(a.generatorURL)}>query</a>`}</td>
           <td><button class="link" data-testid="silence-alert" onClick=${() => fromAlert(a.labels)}>silence</button></td></tr>`)}</tbody></table></div>`)}
     </${ListPanel}>
     <${ListPanel} id="pending" title="Pending (and held by warm-up)" st=${pending} rows=${pend.length}>
       <table><tbody>${pend.map((a) => html`<tr><td><span class=${"sev " + (a.labels.severity || "")}>${a.labels.severity || "–"}</span></td><td>${a.labels.alertname}</td><td>${a.labels.instance || ""}</td>
-        <td>since ${fmtAgo(a.activeAt)}</td><td>${a.annotations && a.annotations.summary}</td><td>${a.held || a.warmup ? "held by warm-up" : ""}</td></tr>`)}</tbody></table>
+        <td>since ${fmtAgo(a.activeAt)}</td><td>${a.annotations && a.annotations.summary}</td><td>${held(a) ? "held by warm-up" : ""}</td></tr>`)}</tbody></table>
     </${ListPanel}>
     <${ListPanel} id="silences" title="Silences" st=${silences} rows=${sil.length}>
       <table><thead><tr><th>state</th><th>matchers</th><th>ends</th><th>by</th><th>comment</th><th></th></tr></thead>
