@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -151,6 +152,25 @@ func TestDashboardInBrowser(t *testing.T) {
 	eventually(t, 90*time.Second, "vLLM latency and probe data", func() bool {
 		return len(p.instant(`histogram_quantile(0.95, sum by (le) (rate(vllm:e2e_request_latency_seconds_bucket[1m])))`, time.Time{})) > 0 &&
 			len(p.instant(`count_over_time(vllm:num_requests_running[1m]) >= 4`, time.Time{})) > 0
+	})
+
+	// A probe failure, so the probes page's "failures by reason" has one:
+	// the second instance goes down until its probe fails, then comes back.
+	m := regexp.MustCompile(`simulated vLLM instances at (\S+), (\S+)`).FindStringSubmatch(p.Output())
+	require.NotNil(t, m, "demo output names its instances:\n%s", p.Output())
+	control := func(body string) {
+		resp, err := http.Post("http://"+m[2]+"/demo/control", "application/json", strings.NewReader(body))
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode, body)
+	}
+	control(`{"down": true}`)
+	eventually(t, 90*time.Second, "a failed probe", func() bool {
+		return len(p.instant(`probe_success{reason!=""}`, time.Time{})) > 0
+	})
+	control(`{"down": false}`)
+	eventually(t, 60*time.Second, "the instance back up", func() bool {
+		return len(p.instant(`min(up{job="vllm"}) == 1`, time.Time{})) > 0
 	})
 
 	alloc, cancel := chromedp.NewExecAllocator(context.Background(),
