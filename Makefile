@@ -14,7 +14,7 @@ build: web
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/appliance ./cmd/appliance
 
 web:
-	cd ui/web && npm ci --no-audit --no-fund && node build.mjs
+	cd ui/web && npm ci --no-audit --no-fund && node --test src/ && node build.mjs
 
 # Unit, integration and end-to-end tests (the e2e tests build the binary,
 # with the dashboard bundle, which the browser tests drive).
