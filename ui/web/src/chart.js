@@ -176,6 +176,15 @@ function drawMarks(u, anns, thresholds) {
   c.restore();
 }
 
+// axisTime labels the x axis: the clock within two days, the date and
+// clock within two weeks, the date beyond.
+function axisTime(sec, range) {
+  const d = new Date(sec * 1000), p = (n) => String(n).padStart(2, "0");
+  const clock = `${p(d.getHours())}:${p(d.getMinutes())}`, day = `${p(d.getMonth() + 1)}-${p(d.getDate())}`;
+  if (range <= 2 * 86400) return range <= 600 ? `${clock}:${p(d.getSeconds())}` : clock;
+  return range <= 14 * 86400 ? `${day} ${clock}` : day;
+}
+
 function baseOpts(ctx, width, unit) {
   const fg = cssVar("--fg"), grid = cssVar("--grid");
   const axis = { stroke: fg, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid, width: 1 } };
@@ -186,7 +195,7 @@ function baseOpts(ctx, width, unit) {
     cursor: { sync: { key: ctx.syncKey }, drag: { x: true, y: false, setScale: false } },
     select: { show: true },
     legend: { isolate: true },
-    axes: [{ ...axis }, { ...axis, size: ysize, values: (u, splits) => splits.map((v) => fmt(v, unit)) }],
+    axes: [{ ...axis, values: (u, splits) => splits.map((v) => axisTime(v, ctx.end - ctx.start)) }, { ...axis, size: ysize, values: (u, splits) => splits.map((v) => fmt(v, unit)) }],
     hooks: {
       setSelect: [(u) => {
         if (u.select.width < 4) return;
