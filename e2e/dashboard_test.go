@@ -259,7 +259,9 @@ func TestDashboardInBrowser(t *testing.T) {
 			}
 			require.True(t, strings.HasPrefix(r, base+"/"), "%s: request outside the appliance's origin: %s", name, r)
 		}
-		t.Logf("%s: %d panels ready (%s)", name, len(panels), file)
+		var readyMs string
+		eval(`document.getElementById("app").dataset.readyMs || ""`, &readyMs)
+		t.Logf("%s: %d panels ready, %s ms from navigation to data-ready (%s)", name, len(panels), readyMs, file)
 		return panels
 	}
 	nav := func(path string) {
@@ -277,7 +279,8 @@ func TestDashboardInBrowser(t *testing.T) {
 	require.NotEmpty(t, services, "no recognised service in the demo")
 	model := "/model?" + url.Values{"job": {services[0].Job}, "model": {services[0].Model}}.Encode() + "&from=now-15m&to=now"
 	for _, pg := range []struct{ name, path string }{
-		{"overview", "/?from=now-15m&to=now"}, {"model", model}, {"probes", "/probes?from=now-15m&to=now"},
+		{"overview", "/?from=now-15m&to=now"}, {"overview-24h", "/?from=now-24h&to=now"}, {"overview-7d", "/?from=now-7d&to=now"},
+		{"overview-90d", "/?from=now-90d&to=now"}, {"model", model}, {"probes", "/probes?from=now-15m&to=now"},
 		{"hardware", "/hardware?from=now-15m&to=now"}, {"targets", "/targets"}, {"alerts-empty", "/alerts"},
 		{"explore", "/explore?from=now-15m&to=now&expr=" + url.QueryEscape(`sum by (le) (rate(vllm:e2e_request_latency_seconds_bucket[1m]))`)},
 	} {

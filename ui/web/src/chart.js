@@ -30,7 +30,9 @@ export function queryVars(ctx, width, sel) {
 
 // rangeQuery runs one query_range and aligns its series on the step grid.
 export async function rangeQuery(expr, start, end, step, signal) {
-  const s = Math.floor(start / step) * step, e = Math.ceil(end / step) * step;
+  // The grid ends at the range's end (now, for relative ranges), so the
+  // latest value is always drawn, and steps back from there.
+  const e = Math.round(end), s = e - Math.ceil((e - start) / step) * step;
   const { data, tiers } = await api("/api/v1/query_range", { query: expr, start: s, end: e, step }, { signal });
   const n = Math.round((e - s) / step) + 1;
   const xs = Array.from({ length: n }, (_, i) => s + i * step);

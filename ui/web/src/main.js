@@ -101,10 +101,18 @@ function useAnnotations(start, end, tick, scrape) {
 function useReady(loc) {
   useEffect(() => {
     const root = document.getElementById("app");
+    // Time to ready counts from the navigation start on a page load, from
+    // the URL change on a navigation inside the app.
+    const t0 = root.dataset.readyMs === undefined && root.dataset.ready === undefined ? 0 : performance.now();
+    delete root.dataset.readyMs;
+    root.dataset.ready = "false";
     const check = () => {
       const panels = root.querySelectorAll("[data-panel]");
       const busy = root.querySelector("[data-loading]");
       const ok = !busy && [...panels].every((p) => p.dataset.state === "ready" || p.dataset.state === "empty");
+      // data-ready-ms: how long the page took to become ready (for
+      // benchmarks).
+      if (ok && root.dataset.ready !== "true" && !root.dataset.readyMs) root.dataset.readyMs = String(Math.round(performance.now() - t0));
       root.dataset.ready = String(ok);
     };
     const mo = new MutationObserver(check);
