@@ -98,8 +98,11 @@ export function Panel({ id, panel, sel }) {
     return () => ac.abort();
   }, [key, ctx.tick]);
 
+  // A new range or query is loading from the render that asks for it, so
+  // the page's data-ready never sees the old answer as the new one.
+  const state = lastKey.current !== key ? "loading" : st.state;
   let body, drawn = 0;
-  if (st.state === "loading") body = html`<div class="msg">loading…</div>`;
+  if (state === "loading") body = html`<div class="msg">loading…</div>`;
   else if (st.state === "error") body = html`<div class="msg err">${st.error}</div>`;
   else if (st.state === "empty") body = html`<div class="msg">${st.reason}</div>`;
   else if (st.rows) {
@@ -114,8 +117,8 @@ export function Panel({ id, panel, sel }) {
     body = html`<${TimeChart} xs=${st.xs} series=${shown} panel=${panel} step=${st.step} />
       ${st.series.length > MAX_SERIES && html`<button class="link" onClick=${() => setShowAll(!showAll)}>${showAll ? `show first ${MAX_SERIES}` : `show all ${st.series.length} series`}</button>`}`;
   }
-  const attrs = st.state === "ready" ? { "data-series": String(drawn), "data-tiers": st.tiers } : {};
-  return html`<section class=${"panel " + (panel.kind === "stat" || panel.kind === "status" ? "small" : "")} ref=${box} data-panel=${id} data-state=${st.state} ...${attrs}>
+  const attrs = state === "ready" ? { "data-series": String(drawn), "data-tiers": st.tiers } : {};
+  return html`<section class=${"panel " + (panel.kind === "stat" || panel.kind === "status" ? "small" : "")} ref=${box} data-panel=${id} data-state=${state} ...${attrs}>
     <header><h3 title=${panel.description || ""}>${panel.title}</h3>${st.tiers && html`<span class="tier" title="tiers that answered">${st.tiers}</span>`}</header>
     ${body}
   </section>`;

@@ -10,7 +10,10 @@ import { Completer } from "./complete.js";
 function useAPI(path, qs, deps, fallback) {
   const ctx = useContext(PageCtx);
   const [st, setSt] = useState({ state: "loading" });
+  const key = JSON.stringify([path, qs, deps]);
+  const last = useRef("");
   useEffect(() => {
+    last.current = key;
     const ac = new AbortController();
     api(path, qs, { signal: ac.signal }).then(({ data, tiers }) => setSt({ state: "ready", data, tiers }))
       .catch((e) => {
@@ -19,8 +22,9 @@ function useAPI(path, qs, deps, fallback) {
         else setSt({ state: "error", error: e.message });
       });
     return () => ac.abort();
-  }, [...deps, ctx.tick]);
-  return st;
+  }, [key, ctx.tick]);
+  // New parameters are loading from the render that asks for them.
+  return last.current === key ? st : { state: "loading" };
 }
 
 // ListPanel is a panel fed by a non-PromQL endpoint (targets, alerts,
@@ -321,8 +325,12 @@ function Explore({ p }) {
   const [nonce, setNonce] = useState(0);
   const box = useRef(null);
   useEffect(() => setText(expr), [expr]);
+  const key = JSON.stringify([expr, tab, ctx.rangeKey, nonce]);
+  const last = useRef("");
   useEffect(() => {
-    if (!expr) { setSt({ state: "idle" }); return; }
+    if (last.current !== key) setSt({ state: expr ? "loading" : "idle" });
+    last.current = key;
+    if (!expr) return;
     const ac = new AbortController();
     const width = box.current ? box.current.clientWidth : 900;
     const step = Math.max(ctx.scrape, Math.ceil((ctx.end - ctx.start) / Math.max(50, width / 2)));
@@ -331,15 +339,15 @@ function Explore({ p }) {
     q.then((r) => setSt({ state: (r.series || r.result).length ? "ready" : "empty", r, step, ms: performance.now() - t0 }))
       .catch((e) => { if (!isAbort(e)) setSt({ state: "error", error: e.message }); });
     return () => ac.abort();
-  }, [expr, tab, ctx.rangeKey, ctx.tick, nonce]);
+  }, [key, ctx.tick]);
   const run = (v) => (v !== expr ? navigate(withParams({ expr: v })) : setNonce(nonce + 1));
   const r = st.r;
   // A heatmap draws every bucket; lines are capped at MAX_SERIES.
   const series = r && r.series ? (showAll || isHeatmap(r.series) ? r.series : r.series.slice(0, MAX_SERIES)) : [];
   const tiers = r ? r.tiers.join(",") : "";
   const n = r ? (r.series || r.result).length : 0;
-  const attrs = st.state === "ready" ? { "data-series": String(tab === "table" ? n : series.length), "data-tiers": tiers } : {};
-  const state = st.state === "idle" ? "empty" : st.state;
+  const state = last.current !== key ? "loading" : st.state === "idle" ? "empty" : st.state;
+  const attrs = state === "ready" ? { "data-series": String(tab === "table" ? n : series.length), "data-tiers": tiers } : {};
   return html`<h1>Explore</h1>
     <${Completer} value=${text} onInput=${setText} onRun=${run} />
     <div class="bar tabs">
