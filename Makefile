@@ -6,14 +6,20 @@ REVISION  := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 BUILDDATE := $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS   := -X main.version=$(VERSION) -X main.revision=$(REVISION) -X main.buildDate=$(BUILDDATE)
 
-.PHONY: build test fuzz vet fmt bench-ingest clean
+.PHONY: build web test fuzz vet fmt bench-ingest clean
 
-build:
+# The dashboard bundle (ui/web/dist, embedded by go:embed) and then the
+# binary. Without `make web` the binary serves a "bundle not built" page.
+build: web
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/appliance ./cmd/appliance
 
-# Unit, integration and end-to-end tests (the e2e tests build the binary),
-# then every fuzz target for a bounded time.
-test: vet
+web:
+	cd ui/web && npm ci --no-audit --no-fund && node --test src/ && node build.mjs
+
+# Unit, integration and end-to-end tests (the e2e tests build the binary,
+# with the dashboard bundle, which the browser tests drive), then every
+# fuzz target for a bounded time.
+test: web vet
 	$(GO) test -count=1 -timeout 30m ./...
 	$(MAKE) fuzz
 
@@ -50,4 +56,5 @@ bench-ingest:
 	$(GO) run ./bench/ingest $(ARGS)
 
 clean:
-	rm -rf bin
+	rm -rf bin ui/web/node_modules
+	find ui/web/dist -type f ! -name .keep -delete

@@ -260,6 +260,7 @@ func (s *Server) routes() *echo.Echo {
 	e.GET("/debug/pprof/trace", echo.WrapHandler(http.HandlerFunc(pprof.Trace)))
 
 	s.mountPrometheusAPI(e)
+	s.mountSPA(e)
 	for prefix, h := range s.opts.Handlers {
 		if strings.HasSuffix(prefix, "/") {
 			e.Any(prefix+"*", echo.WrapHandler(h))

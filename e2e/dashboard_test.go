@@ -1,0 +1,442 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/input"
+	cdplog "github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
+)
+
+// chromiumPath finds Debian's chromium (or its headless shell). A missing
+// browser fails the test under CI=true and skips it otherwise.
+func chromiumPath(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-headless-shell", "chromium-browser"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatal("chromium not found on PATH (CI=true): install Debian's chromium package (.ci/run does)")
+	}
+	t.Skip("chromium not found on PATH; apt-get install -y chromium to run the dashboard's browser tests")
+	return ""
+}
+
+// browser records what the page did: console errors, uncaught
+// exceptions, log entries of level error (CSP violations, failed loads)
+// and every request's URL.
+type browser struct {
+	ctx      context.Context
+	mu       sync.Mutex
+	errors   []string
+	requests []string
+}
+
+func (b *browser) record(ev any) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	switch e := ev.(type) {
+	case *runtime.EventConsoleAPICalled:
+		if e.Type == runtime.ConsoleAPICalledTypeError || e.Type == runtime.ConsoleAPICalledTypeAssert {
+			var parts []string
+			for _, a := range e.Args {
+				parts = append(parts, string(a.Value)+a.Description)
+			}
+			b.errors = append(b.errors, "console: "+strings.Join(parts, " "))
+		}
+	case *runtime.EventExceptionThrown:
+		msg := e.ExceptionDetails.Text
+		if e.ExceptionDetails.Exception != nil {
+			msg += " " + e.ExceptionDetails.Exception.Description
+		}
+		b.errors = append(b.errors, "exception: "+msg)
+	case *cdplog.EventEntryAdded:
+		if e.Entry.Level == cdplog.EntryLevelError {
+			b.errors = append(b.errors, fmt.Sprintf("log(%s): %s %s", e.Entry.Source, e.Entry.Text, e.Entry.URL))
+		}
+	case *network.EventRequestWillBeSent:
+		b.requests = append(b.requests, e.Request.URL)
+	}
+}
+
+func (b *browser) take() (errs, reqs []string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	errs, reqs = b.errors, b.requests
+	b.errors, b.requests = nil, nil
+	return errs, reqs
+}
+
+// panelInfo is one element of the testability contract.
+type panelInfo struct {
+	ID     string `json:"id"`
+	State  string `json:"state"`
+	Series string `json:"series"`
+	Tiers  string `json:"tiers"`
+	Text   string `json:"text"`
+}
+
+const panelsJS = `[...document.querySelectorAll('[data-panel]')].map(e => ({id: e.dataset.panel, state: e.dataset.state,
+	series: e.dataset.series || "", tiers: e.dataset.tiers || "", text: e.innerText.slice(0, 160)}))`
+
+// TestDashboardInBrowser drives Debian's headless Chromium against the
+// real binary running `appliance demo`: every page renders and every
+// panel on it reaches ready with data, with no console error and no
+// request outside the appliance's origin; the time-range picker, zoom
+// and URL state round-trip; a silence made in the UI appears in
+// /api/v2/silences and leaves the active ones when expired in the UI;
+// dark mode renders. Screenshots go to $E2E_SCREENSHOTS (or a temporary
+// folder), named in the log.
+func TestDashboardInBrowser(t *testing.T) {
+	chrome := chromiumPath(t)
+	shots := os.Getenv("E2E_SCREENSHOTS")
+	if shots == "" {
+		shots = t.TempDir()
+	}
+	require.NoError(t, os.MkdirAll(shots, 0o755))
+	t.Logf("screenshots in %s", shots)
+
+	dir := t.TempDir()
+	addr := freeAddr(t)
+	p := launch(t, addr, "demo", "--base-port", "0", "--instances", "2", "--listen", addr, "--data", filepath.Join(dir, "data"))
+	eventually(t, 60*time.Second, "demo ready", func() bool {
+		resp, err := http.Get(p.url("/-/ready"))
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	base := "http://" + addr
+
+	// The binary must carry the bundle and serve it under the CSP.
+	resp, err := http.Get(base + "/")
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, "default-src 'self'", resp.Header.Get("Content-Security-Policy"))
+	index := httpBody(t, base+"/")
+	if !strings.Contains(index, "/assets/app.js") {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("the binary was built without the dashboard bundle: run make build (npm ci + esbuild) first")
+		}
+		t.Skip("dashboard bundle not built (make web); skipping the browser test")
+	}
+	// Prometheus' rule links (/graph?g0.expr=...) land on /explore.
+	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err = noFollow.Get(base + "/graph?g0.expr=" + url.QueryEscape(`up{job="vllm"}`) + "&g0.tab=1")
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusFound, resp.StatusCode)
+	require.Equal(t, "/explore?expr="+url.QueryEscape(`up{job="vllm"}`)+"&tab=table", resp.Header.Get("Location"))
+
+	// rate() windows need a few scrapes (5 s apart in the demo).
+	eventually(t, 90*time.Second, "vLLM latency and probe data", func() bool {
+		return len(p.instant(`histogram_quantile(0.95, sum by (le) (rate(vllm:e2e_request_latency_seconds_bucket[1m])))`, time.Time{})) > 0 &&
+			len(p.instant(`count_over_time(vllm:num_requests_running[1m]) >= 4`, time.Time{})) > 0
+	})
+
+	// A probe failure, so the probes page's "failures by reason" has one:
+	// the second instance goes down until its probe fails, then comes back.
+	m := regexp.MustCompile(`simulated vLLM instances at (\S+), (\S+)`).FindStringSubmatch(p.Output())
+	require.NotNil(t, m, "demo output names its instances:\n%s", p.Output())
+	control := func(body string) {
+		resp, err := http.Post("http://"+m[2]+"/demo/control", "application/json", strings.NewReader(body))
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode, body)
+	}
+	control(`{"down": true}`)
+	eventually(t, 90*time.Second, "a failed probe", func() bool {
+		return len(p.instant(`probe_success{reason!=""}`, time.Time{})) > 0
+	})
+	control(`{"down": false}`)
+	eventually(t, 60*time.Second, "the instance back up", func() bool {
+		return len(p.instant(`min(up{job="vllm"}) == 1`, time.Time{})) > 0
+	})
+
+	alloc, cancel := chromedp.NewExecAllocator(context.Background(),
+		chromedp.ExecPath(chrome),
+		chromedp.Flag("headless", true),
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.Flag("disable-quic", true),
+		chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1400, 1000),
+	)
+	defer cancel()
+	b := &browser{}
+	bctx, cancel := chromedp.NewContext(alloc, chromedp.WithListener(b.record))
+	defer cancel()
+	b.ctx = bctx
+	// The first call starts the browser; it must not carry a timeout.
+	require.NoError(t, chromedp.Do(bctx, chromedp.Navigate("about:blank")), "start chromium")
+	run := func(timeout time.Duration, what string, actions ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(bctx, timeout)
+		defer cancel()
+		require.NoError(t, chromedp.Do(ctx, actions...), what)
+	}
+	eval := func(expr string, out any) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(bctx, 30*time.Second)
+		defer cancel()
+		raw, err := chromedp.Run(ctx, chromedp.Evaluate[[]byte](expr))
+		require.NoError(t, err, "evaluate %s", expr)
+		require.NoError(t, json.Unmarshal(raw, out), "evaluate %s: %s", expr, raw)
+	}
+	screenshot := func(name string) string {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(bctx, 30*time.Second)
+		defer cancel()
+		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+		require.NoError(t, err, "screenshot %s", name)
+		file := filepath.Join(shots, name+".png")
+		require.NoError(t, os.WriteFile(file, png, 0o644))
+		return file
+	}
+	location := func() string {
+		t.Helper()
+		loc, err := chromedp.Run(bctx, chromedp.Location())
+		require.NoError(t, err)
+		return loc
+	}
+	b.take() // about:blank
+
+	var checkPage func(name string, wantPanels int, allowEmpty bool) []panelInfo
+	// check asserts the page's contract after it is ready, saves its
+	// screenshot, and that nothing was logged or fetched from elsewhere.
+	check := func(name string, wantPanels int) []panelInfo {
+		t.Helper()
+		return checkPage(name, wantPanels, false)
+	}
+	checkPage = func(name string, wantPanels int, allowEmpty bool) []panelInfo {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(bctx, 90*time.Second)
+		defer cancel()
+		err := chromedp.Do(ctx, chromedp.WaitReady(chromedp.CSS(`#app[data-ready="true"]`)))
+		var panels []panelInfo
+		eval(panelsJS, &panels)
+		require.NoError(t, err, "%s: data-ready never true; panels: %+v", name, panels)
+		require.GreaterOrEqual(t, len(panels), wantPanels, "%s: panels %+v", name, panels)
+		for _, pn := range panels {
+			if allowEmpty && pn.State == "empty" {
+				continue
+			}
+			require.Equal(t, "ready", pn.State, "%s: panel %s is %s, not ready with data: %q", name, pn.ID, pn.State, pn.Text)
+			require.NotEqual(t, "0", pn.Series, "%s: panel %s drew no series", name, pn.ID)
+		}
+		file := screenshot(name)
+		errs, reqs := b.take()
+		require.Empty(t, errs, "%s: console errors", name)
+		for _, r := range reqs {
+			if strings.HasPrefix(r, "data:") {
+				continue // inline resources (the date input's icon), never fetched
+			}
+			require.True(t, strings.HasPrefix(r, base+"/"), "%s: request outside the appliance's origin: %s", name, r)
+		}
+		var readyMs string
+		eval(`document.getElementById("app").dataset.readyMs || ""`, &readyMs)
+		t.Logf("%s: %d panels ready, %s ms from navigation to data-ready (%s)", name, len(panels), readyMs, file)
+		return panels
+	}
+	nav := func(path string) {
+		t.Helper()
+		run(60*time.Second, "open "+path, chromedp.Navigate(base+path))
+	}
+
+	// Every page renders, with its panels ready and drawn.
+	var services []struct {
+		Job   string `json:"job"`
+		Model string `json:"model"`
+	}
+	_, r := p.get("/api/v1/appliance/services", nil)
+	require.NoError(t, json.Unmarshal(r.Data, &services))
+	require.NotEmpty(t, services, "no recognised service in the demo")
+	model := "/model?" + url.Values{"job": {services[0].Job}, "model": {services[0].Model}}.Encode() + "&from=now-15m&to=now"
+	for _, pg := range []struct{ name, path string }{
+		{"overview", "/?from=now-15m&to=now"}, {"overview-24h", "/?from=now-24h&to=now"}, {"overview-7d", "/?from=now-7d&to=now"},
+		{"overview-90d", "/?from=now-90d&to=now"}, {"model", model}, {"probes", "/probes?from=now-15m&to=now"},
+		{"hardware", "/hardware?from=now-15m&to=now"}, {"targets", "/targets"}, {"alerts-empty", "/alerts"},
+		{"explore", "/explore?from=now-15m&to=now&expr=" + url.QueryEscape(`sum by (le) (rate(vllm:e2e_request_latency_seconds_bucket[1m]))`)},
+	} {
+		nav(pg.path)
+		want := 1
+		if pg.name == "alerts-empty" {
+			// Nothing fires in a fresh demo: the lists are there, empty.
+			run(90*time.Second, "alerts page", chromedp.WaitReady(chromedp.CSS(`#app[data-ready="true"]`)),
+				chromedp.WaitReady(chromedp.CSS(`[data-panel="silences"]`)))
+			errs, _ := b.take()
+			require.Empty(t, errs, "alerts: console errors")
+			continue
+		}
+		panels := check(pg.name, want)
+		if pg.name == "explore" {
+			stats, err := chromedp.Run(bctx, chromedp.Text(chromedp.CSS(`[data-testid="query-stats"]`)))
+			require.NoError(t, err)
+			require.Contains(t, stats, "heatmap", "a result with le is drawn as a heatmap")
+			require.Regexp(t, `^raw`, panels[0].Tiers)
+		}
+	}
+
+	// Explore completes metric names from the label API.
+	nav("/explore")
+	run(30*time.Second, "completion", chromedp.WaitReady(chromedp.CSS(`[data-testid="expr"]`)),
+		chromedp.SendKeys(chromedp.CSS(`[data-testid="expr"]`), "vllm:num_req"))
+	run(30*time.Second, "completion list", chromedp.WaitReady(chromedp.CSS(`[data-completion="vllm:num_requests_running"]`)))
+	b.take()
+
+	// Time-range picker and URL state round-trip: a preset writes the
+	// URL, the URL (after a reload) selects the preset, links between
+	// pages keep it, and a drag on a chart zooms to an absolute range.
+	nav("/?from=now-15m&to=now&refresh=off")
+	check("overview-15m", 1)
+	run(30*time.Second, "pick 6h", chromedp.Click(chromedp.CSS(`button[data-range="6h"]`)),
+		chromedp.WaitReady(chromedp.CSS(`button.on[data-range="6h"]`)))
+	loc := location()
+	u, err := url.Parse(loc)
+	require.NoError(t, err)
+	require.Equal(t, "now-6h", u.Query().Get("from"))
+	require.Equal(t, "off", u.Query().Get("refresh"))
+	run(30*time.Second, "reload", chromedp.Reload(), chromedp.WaitReady(chromedp.CSS(`button.on[data-range="6h"]`)))
+	check("overview-6h", 1)
+	run(30*time.Second, "follow nav link", chromedp.Click(chromedp.CSS(`nav a[href^="/hardware"]`)),
+		chromedp.WaitReady(chromedp.CSS(`button.on[data-range="6h"]`)))
+	loc = location()
+	require.Contains(t, loc, "/hardware?")
+	require.Contains(t, loc, "from=now-6h")
+	check("hardware-6h", 1)
+	// Zoom on the overview's first chart: the drag sets an absolute range
+	// on every chart of the page (a part of it may hold no data yet).
+	nav("/?from=now-15m&to=now")
+	check("overview-before-zoom", 1)
+	var box []float64
+	eval(`(() => { const r = document.querySelector('.u-over').getBoundingClientRect(); return [r.left, r.top, r.width, r.height]; })()`, &box)
+	y := box[1] + box[3]/2
+	left := chromedp.Button("left")
+	run(30*time.Second, "drag to zoom",
+		chromedp.MouseEvent(input.DispatchMouseEventTypeMousePressed, box[0]+box[2]*0.6, y, left),
+		chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, box[0]+box[2]*0.8, y, left),
+		chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, box[0]+box[2]*0.95, y, left),
+		chromedp.MouseEvent(input.DispatchMouseEventTypeMouseReleased, box[0]+box[2]*0.95, y, left),
+		chromedp.WaitReady(chromedp.CSS(`.paused`)))
+	loc = location()
+	u, err = url.Parse(loc)
+	require.NoError(t, err)
+	require.Regexp(t, `^\d{13}$`, u.Query().Get("from"), "zoom writes an absolute range")
+	require.Regexp(t, `^\d{13}$`, u.Query().Get("to"))
+	checkPage("overview-zoomed", 1, true)
+
+	// An alert posted to the appliance shows in its Alertmanager group; a
+	// silence made from it in the UI (matchers prefilled, a preview of
+	// what it matches) shows in /api/v2/silences and mutes the alert;
+	// expiring it in the UI takes it out of the active ones.
+	marker := fmt.Sprintf("e2e-dashboard-%d", time.Now().UnixNano())
+	alert := fmt.Sprintf(`[{"labels":{"alertname":%q,"severity":"P1","instance":"127.0.0.1:1"},"annotations":{"summary":"posted by the browser test"}}]`, marker)
+	code, body := p.post("/api/v2/alerts", "application/json", []byte(alert), nil)
+	require.Equal(t, http.StatusOK, code, body)
+	nav("/alerts")
+	run(60*time.Second, "alert in its group",
+		chromedp.WaitReady(chromedp.CSS(`#app[data-ready="true"]`)),
+		chromedp.WaitReady(chromedp.CSS(`[data-panel="alert-groups"][data-state="ready"] [data-testid="silence-alert"]`)))
+	screenshot("alerts")
+	run(30*time.Second, "silence from the alert", chromedp.Click(chromedp.CSS(`[data-testid="silence-alert"]`)))
+	run(30*time.Second, "silence form", chromedp.WaitReady(chromedp.CSS(`[data-testid="silence-form"]`)))
+	var matchers [][2]string
+	eval(`[...document.querySelectorAll('[data-testid="silence-form"] .matcher')].filter(m => m.querySelector('input[name="matcher-name"]')).map(m => [m.querySelector('input[name="matcher-name"]').value, m.querySelector('input[name="matcher-value"]').value])`, &matchers)
+	require.Contains(t, matchers, [2]string{"alertname", marker}, "matchers prefilled from the alert")
+	require.Contains(t, matchers, [2]string{"severity", "P1"})
+	eventually(t, 30*time.Second, "the silence preview matching the alert", func() bool {
+		var text string
+		eval(`document.querySelector('[data-testid="silence-preview"]').textContent`, &text)
+		return strings.Contains(text, "matches 1 active alert") && strings.Contains(text, marker)
+	})
+	run(30*time.Second, "fill silence", chromedp.SendKeys(chromedp.CSS(`input[name="comment"]`), "made by the browser test"))
+	run(30*time.Second, "submit silence", chromedp.Click(chromedp.CSS(`[data-testid="silence-create"]`)))
+	run(30*time.Second, "silence listed", chromedp.WaitReady(chromedp.CSS(`tr[data-silence-state="active"]`)))
+	silence := func() (id, state string) {
+		resp, err := http.Get(base + "/api/v2/silences")
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		var list []struct {
+			ID       string                 `json:"id"`
+			Status   struct{ State string } `json:"status"`
+			Matchers []struct{ Name, Value string }
+		}
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&list))
+		for _, s := range list {
+			for _, m := range s.Matchers {
+				if m.Name == "alertname" && m.Value == marker {
+					return s.ID, s.Status.State
+				}
+			}
+		}
+		return "", ""
+	}
+	id, state := silence()
+	require.NotEmpty(t, id, "the silence made in the UI is not in /api/v2/silences")
+	require.Equal(t, "active", state)
+	eventually(t, 30*time.Second, "the alert muted by the silence", func() bool {
+		resp, err := http.Get(base + "/api/v2/alerts?filter=" + url.QueryEscape(fmt.Sprintf("alertname=%q", marker)))
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		var as []struct{ Status struct{ State string } }
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&as))
+		return len(as) == 1 && as[0].Status.State == "suppressed"
+	})
+	screenshot("alerts-silence")
+	run(30*time.Second, "expire silence",
+		chromedp.Click(chromedp.CSS(fmt.Sprintf(`tr[data-silence=%q] [data-testid="silence-expire"]`, id))),
+		chromedp.WaitReady(chromedp.CSS(fmt.Sprintf(`tr[data-silence=%q][data-silence-state="expired"]`, id))))
+	_, state = silence()
+	require.Equal(t, "expired", state, "the silence expired in the UI is still active")
+	errs, _ := b.take()
+	require.Empty(t, errs, "alerts: console errors")
+
+	// Dark mode renders (and is remembered across pages).
+	nav("/?from=now-1h&to=now")
+	run(30*time.Second, "dark mode", chromedp.WaitReady(chromedp.CSS(`#app[data-ready="true"]`)),
+		chromedp.Click(chromedp.CSS(`[data-testid="theme"]`)),
+		chromedp.WaitReady(chromedp.CSS(`html[data-theme="dark"]`)))
+	var bg string
+	eval(`getComputedStyle(document.body).backgroundColor`, &bg)
+	require.Equal(t, "rgb(15, 17, 21)", bg)
+	check("overview-dark", 1)
+	nav(model)
+	run(30*time.Second, "dark model", chromedp.WaitReady(chromedp.CSS(`html[data-theme="dark"]`)))
+	check("model-dark", 1)
+}
+
+func httpBody(t *testing.T, u string) string {
+	t.Helper()
+	resp, err := http.Get(u)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return string(b)
+}
