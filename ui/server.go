@@ -51,12 +51,14 @@ type Options struct {
 	Storage Storage
 	Engine  promql.QueryEngine
 	Targets Targets
-	// Rules lists rule groups and alerts for /api/v1/rules and /alerts; nil
-	// serves empty lists.
-	Rules apiv1.RulesRetriever
+	// Rules lists rule groups and alerts for /api/v1/rules and /alerts,
+	// with the appliance's rule extensions; nil serves empty lists.
+	Rules RulesRetriever
+	// Notify backs Alertmanager's v2 API under /api/v2/; nil serves none.
+	Notify NotifyRetriever
 	// Handlers are extra routes served on the same port (and behind the
-	// same auth), keyed by path prefix, e.g. "/api/v2/" for the
-	// Alertmanager API. A prefix ending in "/" serves everything below it.
+	// same auth), keyed by path prefix. A prefix ending in "/" serves
+	// everything below it.
 	Handlers map[string]http.Handler
 	// Middleware wraps the Prometheus API handler (e.g. to read
 	// per-request query options); nil for none.
@@ -260,6 +262,9 @@ func (s *Server) routes() *echo.Echo {
 	e.GET("/debug/pprof/trace", echo.WrapHandler(http.HandlerFunc(pprof.Trace)))
 
 	s.mountPrometheusAPI(e)
+	if s.opts.Notify != nil {
+		e.Any("/api/v2/*", echo.WrapHandler(alertmanagerHandler(s.opts.Notify)))
+	}
 	for prefix, h := range s.opts.Handlers {
 		if strings.HasSuffix(prefix, "/") {
 			e.Any(prefix+"*", echo.WrapHandler(h))

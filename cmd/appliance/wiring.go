@@ -221,9 +221,9 @@ func newAppliance(cfg *config.Config, f runFlags, logger *slog.Logger) (_ *appli
 		Registerer:       libReg,
 		// Per-request max_source_resolution and the tiers that served a
 		// query; /api/v1/rules and /api/v1/alerts in Prometheus' form.
-		Middleware: []func(http.Handler) http.Handler{ui.TiersMiddleware, a.rules.APIMiddleware},
+		Notify:     a.notifier, // Alertmanager's v2 API
+		Middleware: []func(http.Handler) http.Handler{ui.TiersMiddleware},
 		Handlers: map[string]http.Handler{
-			"/api/v2/":             a.notifier.Handler(), // Alertmanager's v2 API
 			"/api/v1/status/tiers": ui.TierStatsHandler(a.db),
 		},
 		BasicAuthUsers:      users,
