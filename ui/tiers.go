@@ -29,7 +29,9 @@ func readsTiers(path string) bool {
 }
 
 // TiersMiddleware is an Options.Middleware for the Prometheus API handler.
-// On the query endpoints it
+// It carries only the HTTP side of tiers; which tiers a query reads is
+// planned by package storage (see its doc, "Who plans tiers"). On the
+// query endpoints it
 //
 //   - reads max_source_resolution=raw|1m|5m (URL or form parameter, as in
 //     Thanos' querier: the coarsest tier the request may read; raw means
