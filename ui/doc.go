@@ -13,7 +13,12 @@
 //     status, receivers and the delivery history behind Alertmanager's v2
 //     API under /api/v2 (alertmanager_api.go), which amtool, Grafana and
 //     Prometheus use;
-//   - TierStatsSource (*storage.DB): /api/v1/status/tiers.
+//   - TierStatsSource (*storage.DB, Options.Tiers): /api/v1/status/tiers,
+//     and with it max_source_resolution and the tiers used on the query
+//     endpoints.
+//
+// Options has no slot for handlers or middleware from outside: a new
+// route is added here.
 //
 // The stages keep their semantics (which alerts a filter selects, what a
 // silence filter matches, which tier serves a query); ui keeps the paths,

@@ -94,8 +94,8 @@ func (s *Server) mountPrometheusAPI(e *echo.Echo) {
 	if o.Rules != nil {
 		prom = rulesExtensions(o.Rules)(prom)
 	}
-	for i := len(o.Middleware) - 1; i >= 0; i-- {
-		prom = o.Middleware[i](prom)
+	if o.Tiers != nil {
+		prom = tiersMiddleware(prom)
 	}
 	e.Any("/api/v1/*", echo.WrapHandler(prom))
 

@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -56,13 +55,10 @@ type Options struct {
 	Rules RulesRetriever
 	// Notify backs Alertmanager's v2 API under /api/v2/; nil serves none.
 	Notify NotifyRetriever
-	// Handlers are extra routes served on the same port (and behind the
-	// same auth), keyed by path prefix. A prefix ending in "/" serves
-	// everything below it.
-	Handlers map[string]http.Handler
-	// Middleware wraps the Prometheus API handler (e.g. to read
-	// per-request query options); nil for none.
-	Middleware []func(http.Handler) http.Handler
+	// Tiers, when set, serves /api/v1/status/tiers, and the query
+	// endpoints take max_source_resolution and report the tiers that
+	// served them (tiers.go); nil: neither.
+	Tiers TierStatsSource
 
 	// ConfigYAML returns the running config with secrets redacted.
 	ConfigYAML func() string
@@ -262,15 +258,11 @@ func (s *Server) routes() *echo.Echo {
 	e.GET("/debug/pprof/trace", echo.WrapHandler(http.HandlerFunc(pprof.Trace)))
 
 	s.mountPrometheusAPI(e)
+	if s.opts.Tiers != nil {
+		e.Any("/api/v1/status/tiers", echo.WrapHandler(tierStatsHandler(s.opts.Tiers)))
+	}
 	if s.opts.Notify != nil {
 		e.Any("/api/v2/*", echo.WrapHandler(alertmanagerHandler(s.opts.Notify)))
-	}
-	for prefix, h := range s.opts.Handlers {
-		if strings.HasSuffix(prefix, "/") {
-			e.Any(prefix+"*", echo.WrapHandler(h))
-		} else {
-			e.Any(prefix, echo.WrapHandler(h))
-		}
 	}
 	return e
 }
