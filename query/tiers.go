@@ -18,7 +18,7 @@ type TierPlanner interface {
 	// [start, end] at step (0: instant) will read, under the limits in
 	// ctx (max_source_resolution), and returns the lookback delta the
 	// query must run with; ok is false when it reads raw data only and
-	// nothing changed.
+	// nothing changed. It is called from concurrent queries.
 	AdaptForTiers(ctx context.Context, expr parser.Expr, start, end time.Time, step, lookback time.Duration) (queryLookback time.Duration, ok bool)
 }
 

@@ -19,7 +19,8 @@ import (
 // NotifyRetriever is what the Alertmanager v2 API reads and changes of the
 // notify part; *notify.Notifier implements it. Alertmanager's semantics
 // (filters, defaults, validation, order) are the notifier's; this file
-// only maps them to HTTP.
+// only maps them to HTTP. Methods are called from concurrent requests and
+// must be safe for that; the slices they return are the caller's.
 type NotifyRetriever interface {
 	Alerts(notify.AlertFilter) []notify.AlertStatus
 	AlertGroups(amlabels.Matchers) []notify.AlertGroup

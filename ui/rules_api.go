@@ -20,7 +20,8 @@ import (
 type RulesRetriever interface {
 	apiv1.RulesRetriever
 	// CompiledRules returns the compiled alerting rules of one source, by
-	// the file name Prometheus' API reports for its groups.
+	// the file name Prometheus' API reports for its groups. It is called
+	// from concurrent requests; the caller must not modify the result.
 	CompiledRules(file string) []rulefile.Compiled
 }
 
