@@ -1,5 +1,5 @@
 // Package ui serves everything HTTP on the appliance's one port: it owns
-// every route. No other package registers a handler; the stages expose
+// every route. No other package registers a handler on it; the stages expose
 // what the routes need through small interfaces defined here, as
 // Prometheus' web/api/v1 takes a RulesRetriever:
 //
