@@ -1,14 +1,9 @@
 package notify
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
-	"net/http"
 	"regexp"
-	"runtime"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -16,160 +11,127 @@ import (
 	"github.com/prometheus/common/model"
 )
 
-// maxAPIBody bounds the body of a POST to the v2 API (Alertmanager has no
-// limit; a vmalert batch of a few thousand alerts is well below it).
-const maxAPIBody = 8 << 20
+// What the HTTP layer reads and changes of the notifier. Package ui serves
+// Alertmanager's v2 API (/api/v2) over these methods, through an interface
+// of its own (ui.NotifyRetriever); the routes, query parameters, status
+// codes and JSON are ui's. Alertmanager's semantics stay here: which
+// alerts a filter selects, which silences a filter matches, the defaults
+// and the validation of a posted alert, the order lists come in.
 
-// Handler returns the subset of Alertmanager's v2 API that amtool, Grafana
-// and Prometheus use, to mount at "/api/v2/":
-//
-//	GET, POST   /api/v2/alerts           alerts as Alertmanager lists them; post external alerts
-//	GET         /api/v2/alerts/groups    the aggregation groups (Grafana's Alertmanager view)
-//	GET, POST   /api/v2/silences         list (filter=matcher...), create or update
-//	GET, DELETE /api/v2/silence/{id}     one silence; expire it
-//	GET         /api/v2/status           cluster "disabled", version, config (secrets redacted)
-//	GET         /api/v2/receivers        the receivers' names
-//	GET         /api/v2/notifications    the appliance's delivery history (?limit=)
-//
-// Errors are a JSON string with status 400 or 404, as Alertmanager's.
-func (n *Notifier) Handler() http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /api/v2/alerts", n.getAlerts)
-	mux.HandleFunc("GET /api/v2/alerts/groups", n.getAlertGroups)
-	mux.HandleFunc("POST /api/v2/alerts", n.postAlerts)
-	mux.HandleFunc("GET /api/v2/silences", n.getSilences)
-	mux.HandleFunc("POST /api/v2/silences", n.postSilence)
-	mux.HandleFunc("GET /api/v2/silence/{id}", n.getSilence)
-	mux.HandleFunc("DELETE /api/v2/silence/{id}", n.deleteSilence)
-	mux.HandleFunc("GET /api/v2/status", n.getStatus)
-	mux.HandleFunc("GET /api/v2/receivers", n.getReceivers)
-	mux.HandleFunc("GET /api/v2/notifications", n.getNotifications)
-	return mux
+// AlertFilter selects alerts as the parameters of Alertmanager's
+// GET /api/v2/alerts do.
+type AlertFilter struct {
+	// Matchers must all match the alert's labels.
+	Matchers amlabels.Matchers
+	// Receiver, when set, must match the name of one of the alert's
+	// receivers (the caller anchors it).
+	Receiver *regexp.Regexp
+	// Active, Silenced and Inhibited keep alerts in those states.
+	Active, Silenced, Inhibited bool
 }
 
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(v)
+// AlertStatus is an alert with what the notifier decided about it at the
+// time it was read.
+type AlertStatus struct {
+	Fingerprint  model.Fingerprint
+	Labels       model.LabelSet
+	Annotations  model.LabelSet
+	StartsAt     time.Time
+	EndsAt       time.Time
+	UpdatedAt    time.Time
+	GeneratorURL string
+	// Receivers names the receivers of the routes the alert matches, in
+	// route order; "digest" for a digest route.
+	Receivers []string
+	// SilencedBy lists the active silences that mute it, InhibitedBy the
+	// alerts that inhibit it (fingerprints); both sorted, never nil.
+	SilencedBy  []string
+	InhibitedBy []string
 }
 
-func apiError(w http.ResponseWriter, code int, format string, args ...any) {
-	writeJSON(w, code, fmt.Sprintf(format, args...))
-}
-
-// filters parses the filter query parameters (matchers).
-func filters(r *http.Request) (amlabels.Matchers, error) {
-	var ms amlabels.Matchers
-	for _, f := range r.URL.Query()["filter"] {
-		m, err := amlabels.ParseMatcher(f)
-		if err != nil {
-			return nil, fmt.Errorf("bad matcher %q: %w", f, err)
-		}
-		ms = append(ms, m)
+// State is Alertmanager's state of the alert: "suppressed" when silenced
+// or inhibited, else "active".
+func (a AlertStatus) State() string {
+	if len(a.SilencedBy) > 0 || len(a.InhibitedBy) > 0 {
+		return "suppressed"
 	}
-	return ms, nil
+	return "active"
 }
 
-func boolParam(r *http.Request, name string, def bool) (bool, error) {
-	v := r.URL.Query().Get(name)
-	if v == "" {
-		return def, nil
-	}
-	return strconv.ParseBool(v)
+// AlertGroup is an aggregation group and its unresolved alerts.
+type AlertGroup struct {
+	Labels   model.LabelSet
+	Receiver string // "digest" for a digest route
+	Alerts   []AlertStatus
 }
 
-type apiReceiver struct {
-	Name string `json:"name"`
+// SilenceStatus is a silence with its state at the time it was read.
+type SilenceStatus struct {
+	Silence
+	State string // SilenceActive, SilencePending or SilenceExpired
 }
 
-type apiAlertStatus struct {
-	State       string   `json:"state"`
-	SilencedBy  []string `json:"silencedBy"`
-	InhibitedBy []string `json:"inhibitedBy"`
-	MutedBy     []string `json:"mutedBy"`
+// Status is what Alertmanager's /api/v2/status reports.
+type Status struct {
+	// Config is the running alerting config as an Alertmanager
+	// configuration (receivers by name only, so no secrets).
+	Config  string
+	Version string
+	Started time.Time
 }
 
-type gettableAlert struct {
-	Labels       model.LabelSet `json:"labels"`
-	Annotations  model.LabelSet `json:"annotations"`
-	StartsAt     time.Time      `json:"startsAt"`
-	EndsAt       time.Time      `json:"endsAt"`
-	UpdatedAt    time.Time      `json:"updatedAt"`
-	GeneratorURL string         `json:"generatorURL,omitempty"`
-	Fingerprint  string         `json:"fingerprint"`
-	Receivers    []apiReceiver  `json:"receivers"`
-	Status       apiAlertStatus `json:"status"`
-}
-
-func (n *Notifier) getAlerts(w http.ResponseWriter, r *http.Request) {
-	ms, err := filters(r)
-	if err != nil {
-		apiError(w, http.StatusBadRequest, "%v", err)
-		return
-	}
-	var show [3]bool
-	for i, p := range []string{"active", "silenced", "inhibited"} {
-		if show[i], err = boolParam(r, p, true); err != nil {
-			apiError(w, http.StatusBadRequest, "%s: %v", p, err)
-			return
-		}
-	}
-	var recvRE *regexp.Regexp
-	if s := r.URL.Query().Get("receiver"); s != "" {
-		if recvRE, err = regexp.Compile("^(?:" + s + ")$"); err != nil {
-			apiError(w, http.StatusBadRequest, "receiver: %v", err)
-			return
-		}
-	}
+// Alerts returns the unresolved alerts that f selects, ordered by
+// fingerprint (as a string).
+func (n *Notifier) Alerts(f AlertFilter) []AlertStatus {
 	n.mu.Lock()
 	now := n.now()
-	out := []gettableAlert{}
+	out := []AlertStatus{}
 	for fp, a := range n.alerts {
-		if a.resolved(now) || !ms.Matches(a.Labels) {
+		if a.resolved(now) || !f.Matchers.Matches(a.Labels) {
 			continue
 		}
-		ga := n.gettableAlert(fp, a, now)
-		matched := recvRE == nil
-		for _, rc := range ga.Receivers {
-			matched = matched || recvRE.MatchString(rc.Name)
+		st := n.alertStatus(fp, a, now)
+		matched := f.Receiver == nil
+		for _, name := range st.Receivers {
+			matched = matched || f.Receiver.MatchString(name)
 		}
-		silenced, inhibited := len(ga.Status.SilencedBy) > 0, len(ga.Status.InhibitedBy) > 0
-		if !matched || (!show[0] && !silenced && !inhibited) || (!show[1] && silenced) || (!show[2] && inhibited) {
+		silenced, inhibited := len(st.SilencedBy) > 0, len(st.InhibitedBy) > 0
+		if !matched || (!f.Active && !silenced && !inhibited) || (!f.Silenced && silenced) || (!f.Inhibited && inhibited) {
 			continue
 		}
-		out = append(out, ga)
+		out = append(out, st)
 	}
 	n.mu.Unlock()
-	sort.Slice(out, func(i, j int) bool { return out[i].Fingerprint < out[j].Fingerprint })
-	writeJSON(w, http.StatusOK, out)
+	sort.Slice(out, func(i, j int) bool { return out[i].Fingerprint.String() < out[j].Fingerprint.String() })
+	return out
 }
 
-// gettableAlert returns an alert in the API's form; called with n.mu held.
-func (n *Notifier) gettableAlert(fp model.Fingerprint, a *alert, now time.Time) gettableAlert {
-	ga := gettableAlert{
-		Labels: a.Labels, Annotations: a.Annotations, StartsAt: a.StartsAt, EndsAt: a.EndsAt, UpdatedAt: a.UpdatedAt,
-		GeneratorURL: a.GeneratorURL, Fingerprint: fp.String(), Receivers: []apiReceiver{},
-		Status: apiAlertStatus{State: "active", SilencedBy: n.sil.mutes(a.Labels, now), InhibitedBy: n.inhibit.inhibitedBy(a.Labels, fp, n.alerts, now), MutedBy: []string{}},
+// alertStatus returns an alert with its receivers, silences and
+// inhibitions; called with n.mu held.
+func (n *Notifier) alertStatus(fp model.Fingerprint, a *alert, now time.Time) AlertStatus {
+	st := AlertStatus{
+		Fingerprint: fp, Labels: a.Labels, Annotations: a.Annotations,
+		StartsAt: a.StartsAt, EndsAt: a.EndsAt, UpdatedAt: a.UpdatedAt, GeneratorURL: a.GeneratorURL,
+		Receivers:   []string{},
+		SilencedBy:  n.sil.mutes(a.Labels, now),
+		InhibitedBy: n.inhibit.inhibitedBy(a.Labels, fp, n.alerts, now),
 	}
-	if ga.Status.SilencedBy == nil {
-		ga.Status.SilencedBy = []string{}
+	if st.SilencedBy == nil {
+		st.SilencedBy = []string{}
 	}
-	if ga.Status.InhibitedBy == nil {
-		ga.Status.InhibitedBy = []string{}
+	if st.InhibitedBy == nil {
+		st.InhibitedBy = []string{}
 	}
 	for _, rt := range n.root.match(a.Labels) {
 		if name := receiverName(rt); name != "" {
-			ga.Receivers = append(ga.Receivers, apiReceiver{Name: name})
+			st.Receivers = append(st.Receivers, name)
 		}
 	}
-	if len(ga.Status.SilencedBy) > 0 || len(ga.Status.InhibitedBy) > 0 {
-		ga.Status.State = "suppressed"
-	}
-	return ga
+	return st
 }
 
-// receiverName is the receiver the API names for a route: "digest" for a
-// digest route.
+// receiverName is the receiver named for a route: "digest" for a digest
+// route.
 func receiverName(r *route) string {
 	if r.digest {
 		return "digest"
@@ -177,59 +139,44 @@ func receiverName(r *route) string {
 	return r.receiver
 }
 
-type alertGroup struct {
-	Labels   model.LabelSet  `json:"labels"`
-	Receiver apiReceiver     `json:"receiver"`
-	Alerts   []gettableAlert `json:"alerts"`
-}
-
-func (n *Notifier) getAlertGroups(w http.ResponseWriter, r *http.Request) {
-	ms, err := filters(r)
-	if err != nil {
-		apiError(w, http.StatusBadRequest, "%v", err)
-		return
-	}
+// AlertGroups returns the aggregation groups that have unresolved alerts
+// matching ms, ordered by their labels, each group's alerts by
+// fingerprint.
+func (n *Notifier) AlertGroups(ms amlabels.Matchers) []AlertGroup {
 	n.mu.Lock()
 	now := n.now()
-	out := []alertGroup{}
+	out := []AlertGroup{}
 	for _, g := range n.groups {
-		ag := alertGroup{Labels: g.labels, Receiver: apiReceiver{Name: receiverName(g.route)}, Alerts: []gettableAlert{}}
+		ag := AlertGroup{Labels: g.labels, Receiver: receiverName(g.route), Alerts: []AlertStatus{}}
 		for fp := range g.fps {
 			if a := n.alerts[fp]; a != nil && !a.resolved(now) && ms.Matches(a.Labels) {
-				ag.Alerts = append(ag.Alerts, n.gettableAlert(fp, a, now))
+				ag.Alerts = append(ag.Alerts, n.alertStatus(fp, a, now))
 			}
 		}
 		if len(ag.Alerts) > 0 {
-			sort.Slice(ag.Alerts, func(i, j int) bool { return ag.Alerts[i].Fingerprint < ag.Alerts[j].Fingerprint })
+			sort.Slice(ag.Alerts, func(i, j int) bool {
+				return ag.Alerts[i].Fingerprint.String() < ag.Alerts[j].Fingerprint.String()
+			})
 			out = append(out, ag)
 		}
 	}
 	n.mu.Unlock()
 	sort.Slice(out, func(i, j int) bool { return out[i].Labels.String() < out[j].Labels.String() })
-	writeJSON(w, http.StatusOK, out)
+	return out
 }
 
-type postableAlert struct {
-	Labels       model.LabelSet `json:"labels"`
-	Annotations  model.LabelSet `json:"annotations"`
-	StartsAt     time.Time      `json:"startsAt"`
-	EndsAt       time.Time      `json:"endsAt"`
-	GeneratorURL string         `json:"generatorURL"`
-}
-
-func (n *Notifier) postAlerts(w http.ResponseWriter, r *http.Request) {
-	var in []postableAlert
-	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxAPIBody)).Decode(&in); err != nil {
-		apiError(w, http.StatusBadRequest, "cannot parse the alerts: %v", err)
-		return
-	}
+// PostAlerts takes alerts from outside (an external Prometheus, vmalert)
+// as Alertmanager's POST /api/v2/alerts does: a missing start is now (or
+// the end, when that is in the past), a missing end is resolve_timeout
+// from now, then each alert is validated. The valid ones are posted; the
+// error, if any, names the others by their index ("alert 2: ...; alert
+// 5: ...").
+func (n *Notifier) PostAlerts(in []model.Alert) error {
 	as := make([]model.Alert, 0, len(in))
 	var errs []string
 	now := n.now()
-	for i, p := range in {
-		a := model.Alert{Labels: p.Labels, Annotations: p.Annotations, StartsAt: p.StartsAt, EndsAt: p.EndsAt, GeneratorURL: p.GeneratorURL}
-		// Alertmanager's defaults, before its validation: no start is
-		// now, no end is resolve_timeout from now.
+	for i, a := range in {
+		// Alertmanager's defaults, before its validation.
 		if a.StartsAt.IsZero() {
 			a.StartsAt = now
 			if !a.EndsAt.IsZero() && a.EndsAt.Before(now) {
@@ -247,34 +194,9 @@ func (n *Notifier) postAlerts(w http.ResponseWriter, r *http.Request) {
 	}
 	n.Post(as)
 	if len(errs) > 0 {
-		apiError(w, http.StatusBadRequest, "%s", strings.Join(errs, "; "))
-		return
+		return fmt.Errorf("%s", strings.Join(errs, "; "))
 	}
-	w.WriteHeader(http.StatusOK)
-}
-
-type gettableSilence struct {
-	ID     string `json:"id"`
-	Status struct {
-		State string `json:"state"`
-	} `json:"status"`
-	UpdatedAt time.Time `json:"updatedAt"`
-	Matchers  []Matcher `json:"matchers"`
-	StartsAt  time.Time `json:"startsAt"`
-	EndsAt    time.Time `json:"endsAt"`
-	CreatedBy string    `json:"createdBy"`
-	Comment   string    `json:"comment"`
-}
-
-func gettable(s Silence, now time.Time) gettableSilence {
-	g := gettableSilence{ID: s.ID, UpdatedAt: s.UpdatedAt, StartsAt: s.StartsAt, EndsAt: s.EndsAt, CreatedBy: s.CreatedBy, Comment: s.Comment}
-	g.Status.State = s.State(now)
-	for _, m := range s.Matchers {
-		eq := m.IsEqual == nil || *m.IsEqual
-		m.IsEqual = &eq
-		g.Matchers = append(g.Matchers, m)
-	}
-	return g
+	return nil
 }
 
 // silenceMatchesFilter is Alertmanager's filter for silences: every filter
@@ -296,123 +218,41 @@ func silenceMatchesFilter(s Silence, fs amlabels.Matchers) bool {
 	return true
 }
 
-func (n *Notifier) getSilences(w http.ResponseWriter, r *http.Request) {
-	fs, err := filters(r)
-	if err != nil {
-		apiError(w, http.StatusBadRequest, "%v", err)
-		return
-	}
+// Silences returns the silences that the filter matchers fs match
+// (Alertmanager's filter: each matcher must match the value of a matcher
+// of the silence on the same label), active first, then pending, then
+// expired, newest first within each.
+func (n *Notifier) Silences(fs amlabels.Matchers) []SilenceStatus {
 	n.mu.Lock()
 	now := n.now()
 	list := n.sil.list()
 	n.mu.Unlock()
-	out := []gettableSilence{}
+	out := []SilenceStatus{}
 	for _, s := range list {
 		if silenceMatchesFilter(s, fs) {
-			out = append(out, gettable(s, now))
+			out = append(out, SilenceStatus{Silence: s, State: s.State(now)})
 		}
 	}
-	// Alertmanager lists active, then pending, then expired.
 	rank := map[string]int{SilenceActive: 0, SilencePending: 1, SilenceExpired: 2}
-	sort.SliceStable(out, func(i, j int) bool { return rank[out[i].Status.State] < rank[out[j].Status.State] })
-	writeJSON(w, http.StatusOK, out)
+	sort.SliceStable(out, func(i, j int) bool { return rank[out[i].State] < rank[out[j].State] })
+	return out
 }
 
-func (n *Notifier) postSilence(w http.ResponseWriter, r *http.Request) {
-	var s Silence
-	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxAPIBody)).Decode(&s); err != nil {
-		apiError(w, http.StatusBadRequest, "cannot parse the silence: %v", err)
-		return
-	}
-	id, err := n.SetSilence(s)
-	switch {
-	case errors.Is(err, ErrSilenceNotFound):
-		apiError(w, http.StatusNotFound, "%v", err)
-	case errors.Is(err, ErrSilenceInvalid):
-		apiError(w, http.StatusBadRequest, "%v", err)
-	case err != nil:
-		apiError(w, http.StatusInternalServerError, "%v", err)
-	default:
-		writeJSON(w, http.StatusOK, map[string]string{"silenceID": id})
-	}
-}
-
-func (n *Notifier) getSilence(w http.ResponseWriter, r *http.Request) {
+// Silence returns the silence with this ID; ok is false when there is
+// none.
+func (n *Notifier) Silence(id string) (s SilenceStatus, ok bool) {
 	n.mu.Lock()
-	s, ok := n.sil.byID[r.PathValue("id")]
-	var g gettableSilence
-	if ok {
-		g = gettable(*s, n.now())
-	}
-	n.mu.Unlock()
+	defer n.mu.Unlock()
+	sil, ok := n.sil.byID[id]
 	if !ok {
-		apiError(w, http.StatusNotFound, "silence %s not found", r.PathValue("id"))
-		return
+		return SilenceStatus{}, false
 	}
-	writeJSON(w, http.StatusOK, g)
-}
-
-func (n *Notifier) deleteSilence(w http.ResponseWriter, r *http.Request) {
-	err := n.ExpireSilence(r.PathValue("id"))
-	switch {
-	case errors.Is(err, ErrSilenceNotFound):
-		apiError(w, http.StatusNotFound, "%v", err)
-	case errors.Is(err, ErrSilenceInvalid):
-		apiError(w, http.StatusBadRequest, "%v", err)
-	case err != nil:
-		apiError(w, http.StatusInternalServerError, "%v", err)
-	default:
-		w.WriteHeader(http.StatusOK)
-	}
-}
-
-func (n *Notifier) getStatus(w http.ResponseWriter, _ *http.Request) {
-	n.mu.Lock()
-	cfg := alertmanagerYAML(n.cfg)
-	n.mu.Unlock()
-	writeJSON(w, http.StatusOK, map[string]any{
-		"cluster": map[string]any{"status": "disabled", "peers": []any{}},
-		"versionInfo": map[string]string{
-			"version": n.opts.Version, "revision": "", "branch": "", "buildUser": "", "buildDate": "", "goVersion": runtime.Version(),
-		},
-		"config": map[string]string{"original": cfg},
-		"uptime": n.started.UTC(),
-	})
-}
-
-func (n *Notifier) getReceivers(w http.ResponseWriter, _ *http.Request) {
-	n.mu.Lock()
-	out := []apiReceiver{}
-	for _, rc := range n.cfg.Receivers {
-		out = append(out, apiReceiver{Name: rc.Name})
-	}
-	n.mu.Unlock()
-	writeJSON(w, http.StatusOK, out)
-}
-
-func (n *Notifier) getNotifications(w http.ResponseWriter, r *http.Request) {
-	limit := 100
-	if s := r.URL.Query().Get("limit"); s != "" {
-		l, err := strconv.Atoi(s)
-		if err != nil || l <= 0 {
-			apiError(w, http.StatusBadRequest, "limit %q: want a positive number", s)
-			return
-		}
-		limit = min(l, maxHistory)
-	}
-	h, err := n.History(limit)
-	if err != nil {
-		apiError(w, http.StatusInternalServerError, "%v", err)
-		return
-	}
-	if h == nil {
-		h = []Delivery{}
-	}
-	writeJSON(w, http.StatusOK, h)
+	return SilenceStatus{Silence: *sil, State: sil.State(n.now())}, true
 }
 
 // SetSilence creates a silence, or updates the one with s.ID, and returns
-// its ID; see silences.set for when an update makes a new ID.
+// its ID; see silences.set for when an update makes a new ID. Errors wrap
+// ErrSilenceInvalid or ErrSilenceNotFound when the silence is at fault.
 func (n *Notifier) SetSilence(s Silence) (string, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -426,9 +266,23 @@ func (n *Notifier) ExpireSilence(id string) error {
 	return n.sil.expire(id, n.now())
 }
 
-// Silences returns all silences, newest first.
-func (n *Notifier) Silences() []Silence {
+// Status returns the running alerting config as Alertmanager's, the
+// version and when the notifier started.
+func (n *Notifier) Status() Status {
+	n.mu.Lock()
+	cfg := alertmanagerYAML(n.cfg)
+	n.mu.Unlock()
+	return Status{Config: cfg, Version: n.opts.Version, Started: n.started}
+}
+
+// Receivers returns the names of the configured receivers, in config
+// order.
+func (n *Notifier) Receivers() []string {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return n.sil.list()
+	out := []string{}
+	for _, rc := range n.cfg.Receivers {
+		out = append(out, rc.Name)
+	}
+	return out
 }

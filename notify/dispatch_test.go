@@ -1,13 +1,10 @@
 package notify
 
 import (
-	"bytes"
-	"encoding/json"
-	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 
+	amlabels "github.com/prometheus/alertmanager/pkg/labels"
 	"github.com/stretchr/testify/require"
 
 	"github.com/aiserve/appliance/clock"
@@ -157,18 +154,14 @@ func TestSilences(t *testing.T) {
 	clock := clock.NewFake(t0)
 	h := newHook(t, clock)
 	e := newEnv(t, clock, loadAlerting(t, oneHookConfig, map[string]*hook{"hook": h}))
-	api := httptest.NewServer(e.n.Handler())
-	defer api.Close()
 
-	body := `{"matchers":[{"name":"alertname","value":"Noisy","isRegex":false,"isEqual":true}],"startsAt":"` +
-		t0.Format(time.RFC3339) + `","endsAt":"` + t0.Add(time.Hour).Format(time.RFC3339) + `","createdBy":"ops","comment":"deploy"}`
-	resp, err := http.Post(api.URL+"/api/v2/silences", "application/json", bytes.NewBufferString(body))
+	eq := true
+	id, err := e.n.SetSilence(Silence{
+		Matchers: []Matcher{{Name: "alertname", Value: "Noisy", IsEqual: &eq}},
+		StartsAt: t0, EndsAt: t0.Add(time.Hour), CreatedBy: "ops", Comment: "deploy",
+	})
 	require.NoError(t, err)
-	var created struct{ SilenceID string }
-	require.NoError(t, json.NewDecoder(resp.Body).Decode(&created))
-	resp.Body.Close()
-	require.Equal(t, http.StatusOK, resp.StatusCode)
-	require.NotEmpty(t, created.SilenceID)
+	require.NotEmpty(t, id)
 
 	far := t0.Add(10 * time.Hour)
 	e.fire(far, "alertname", "Noisy")
@@ -179,22 +172,19 @@ func TestSilences(t *testing.T) {
 	}
 	require.Len(t, h.all(), 1)
 
-	// The API shows the alert as suppressed by the silence.
-	resp, err = http.Get(api.URL + "/api/v2/alerts?filter=alertname%3D%22Noisy%22")
+	// The alert shows as suppressed by the silence.
+	noisy, err := amlabels.NewMatcher(amlabels.MatchEqual, "alertname", "Noisy")
 	require.NoError(t, err)
-	var alerts []gettableAlert
-	require.NoError(t, json.NewDecoder(resp.Body).Decode(&alerts))
-	resp.Body.Close()
+	alerts := e.n.Alerts(AlertFilter{Matchers: amlabels.Matchers{noisy}, Active: true, Silenced: true, Inhibited: true})
 	require.Len(t, alerts, 1)
-	require.Equal(t, "suppressed", alerts[0].Status.State)
-	require.Equal(t, []string{created.SilenceID}, alerts[0].Status.SilencedBy)
+	require.Equal(t, "suppressed", alerts[0].State())
+	require.Equal(t, []string{id}, alerts[0].SilencedBy)
+	require.Empty(t, e.n.Alerts(AlertFilter{Matchers: amlabels.Matchers{noisy}, Active: true, Inhibited: true}))
 
 	// Expire it: the alert goes out at the next group_interval flush.
-	req, _ := http.NewRequest(http.MethodDelete, api.URL+"/api/v2/silence/"+created.SilenceID, nil)
-	resp, err = http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	resp.Body.Close()
-	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.NoError(t, e.n.ExpireSilence(id))
+	require.ErrorIs(t, e.n.ExpireSilence(id), ErrSilenceInvalid)
+	require.ErrorIs(t, e.n.ExpireSilence("nope"), ErrSilenceNotFound)
 	e.advance(5*time.Minute, 10*time.Second)
 	got := h.all()
 	require.Len(t, got, 2)
@@ -203,9 +193,12 @@ func TestSilences(t *testing.T) {
 	// Silences survive a restart (they live in bbolt).
 	require.NoError(t, e.db.Close())
 	e.open()
-	sils := e.n.Silences()
+	sils := e.n.Silences(nil)
 	require.Len(t, sils, 1)
-	require.Equal(t, SilenceExpired, sils[0].State(clock.Now()))
+	require.Equal(t, SilenceExpired, sils[0].State)
+	s, ok := e.n.Silence(id)
+	require.True(t, ok)
+	require.Equal(t, "deploy", s.Comment)
 }
 
 func TestTimeIntervals(t *testing.T) {

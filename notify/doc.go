@@ -7,7 +7,7 @@
 // # Basics
 //
 // Alerts come in through Send (the rules part: Prometheus' *notifier.Alert,
-// the shape of the rules manager's NotifyFunc) or Post (the v2 API:
+// the shape of the rules manager's NotifyFunc) or PostAlerts (the v2 API:
 // alerts from an external Prometheus or vmalert). Each alert goes to the
 // aggregation groups of the routes it matches. A group flushes group_wait
 // after it was created and then every group_interval; a flush leaves out
@@ -24,6 +24,15 @@
 // then it is dropped, logged as failed and counted. Messages of one group
 // to one integration leave in the order they were written: a later one
 // waits until the earlier one is delivered or given up.
+//
+// The package serves no HTTP. Alertmanager's v2 API (/api/v2) is package
+// ui's, over the data this package exposes (api.go): Alerts with an
+// AlertFilter, AlertGroups, PostAlerts, Silences, Silence, SetSilence,
+// ExpireSilence, Status, Receivers and History, which ui reads through its
+// NotifyRetriever interface. Alertmanager's semantics stay here: which
+// alerts a filter selects, which silences a filter matches, the defaults
+// and validation of a posted alert, the order of the lists. net/http is
+// used only as a client, to deliver to receivers.
 //
 // Nothing here reads the wall clock: Options.Now is the clock, and Tick
 // does all the work that is due at that time. Run calls Tick every

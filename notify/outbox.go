@@ -118,8 +118,10 @@ func appendHistory(tx *bolt.Tx, d Delivery) error {
 	return nil
 }
 
-// History returns the last deliveries, newest first, at most limit.
+// History returns the last deliveries, newest first, at most limit (and
+// at most the 1000 it keeps).
 func (n *Notifier) History(limit int) ([]Delivery, error) {
+	limit = min(limit, maxHistory)
 	var out []Delivery
 	err := n.db.View(func(tx *bolt.Tx) error {
 		c := tx.Bucket(bucketHistory).Cursor()

@@ -12,14 +12,13 @@
 //
 // # Tiers
 //
-// When the storage.Queryable of a query implements TierPlanner
-// (storage.DB does), the engine asks it, before the query runs, how coarse
-// the data it will read is, and adapts the query, since Prometheus' engine
-// computes range windows and the lookback itself: range selectors shorter
-// than two tier intervals are widened to two, the lookback delta becomes
-// at least two intervals, and count_over_time becomes a sum of the stored
-// per-window counts (see forTiers). The answer is then exactly the
-// widened query's: on the 5m tier rate(x[5m]) answers rate(x[10m]). Rules
-// evaluate over storage.DB.Raw, which is no TierPlanner, so their queries
-// are never rewritten.
+// Tier planning is package storage's (see its doc, "Who plans tiers"):
+// which tier serves which part of a range, and how the query has to change
+// for it. When the storage.Queryable of a query implements TierPlanner
+// (storage.DB does), the engine parses the query, lets the planner adapt
+// it (AdaptForTiers), and runs the adapted text with the lookback delta
+// the planner asks for. The answer is then exactly the widened query's: on
+// the 5m tier rate(x[5m]) answers rate(x[10m]). Rules evaluate over
+// storage.DB.Raw, which is no TierPlanner, so their queries are never
+// rewritten.
 package query

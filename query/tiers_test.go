@@ -6,26 +6,32 @@ import (
 	"time"
 
 	"github.com/prometheus/prometheus/promql"
-	"github.com/prometheus/prometheus/storage"
+	promstorage "github.com/prometheus/prometheus/storage"
 	"github.com/stretchr/testify/require"
+
+	"github.com/aiserve/appliance/storage"
 )
 
-// tiered is a Queryable that reports a fixed resolution.
-type tiered struct {
-	storage.Queryable
-	res time.Duration
-}
-
-func (p tiered) CoarsestResolution(context.Context, int64, int64, time.Duration) time.Duration {
-	return p.res
-}
-
+// TestForTiers: the engine hands the parsed query to the storage's tier
+// planner (a real storage.DB whose rollup tiers cover the last hour) and
+// runs what it returns; the rewrite itself is storage's and tested there
+// (TestAdaptForTiers).
 func TestForTiers(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	sopts := storage.DefaultOptions()
+	sopts.Path = t.TempDir()
+	sopts.Now = func() time.Time { return now }
+	db, err := storage.Open(sopts)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, db.Close()) })
+	db.SetRolledUpTo(storage.Tier1m, now)
+	db.SetRolledUpTo(storage.Tier5m, now)
+
 	e := New(Options{}, nil, nil)
-	now := time.Now()
-	f := func(res time.Duration, in, want string, wantLookback time.Duration) {
+	f := func(limit storage.Tier, opts promql.QueryOpts, in, want string, wantLookback time.Duration) {
 		t.Helper()
-		got, opts := e.forTiers(context.Background(), tiered{res: res}, nil, in, now.Add(-time.Hour), now, time.Hour)
+		ctx := storage.WithMaxSourceResolution(context.Background(), limit)
+		got, opts := e.forTiers(ctx, db, opts, in, now.Add(-time.Hour), now, time.Hour)
 		require.Equal(t, want, got)
 		lb := time.Duration(0)
 		if opts != nil {
@@ -34,20 +40,26 @@ func TestForTiers(t *testing.T) {
 		require.Equal(t, wantLookback, lb)
 	}
 	// Raw: untouched.
-	f(0, `rate(x[1m])`, `rate(x[1m])`, 0)
+	f(storage.TierRaw, nil, `rate(x[1m])`, `rate(x[1m])`, 0)
 	// 1m: windows of at least 2m; the default 5m lookback suffices.
-	f(time.Minute, `rate(x[1m]) + rate(y[5m])`, `rate(x[2m]) + rate(y[5m])`, 0)
-	// 5m: windows of at least 10m, lookback 10m, count_over_time sums the
-	// stored counts.
-	f(5*time.Minute, `sum by (le) (rate(x_bucket[5m]))`, `sum by (le) (rate(x_bucket[10m]))`, 10*time.Minute)
-	f(5*time.Minute, `count_over_time(up{job="a"}[1h])`, `sum_over_time(up{__rollup__="count",job="a"}[1h])`, 10*time.Minute)
-	f(5*time.Minute, `max_over_time(x[30m:1m])`, `max_over_time(x[30m:1m])`, 10*time.Minute)
+	f(storage.Tier1m, nil, `rate(x[1m]) + rate(y[5m])`, `rate(x[2m]) + rate(y[5m])`, 0)
+	// 5m: the query's options carry the wider lookback, and keep the
+	// caller's others.
+	f(storage.Tier5m, nil, `count_over_time(up{job="a"}[1h])`, `sum_over_time(up{__rollup__="count",job="a"}[1h])`, 10*time.Minute)
+	f(storage.Tier5m, promql.NewPrometheusQueryOpts(true, time.Minute, nil), `x`, `x`, 10*time.Minute)
+	f(storage.Tier5m, promql.NewPrometheusQueryOpts(true, 20*time.Minute, nil), `x`, `x`, 20*time.Minute)
 	// Unparseable: passed on for the engine to report.
-	f(5*time.Minute, `rate(x[`, `rate(x[`, 0)
+	f(storage.Tier5m, nil, `rate(x[`, `rate(x[`, 0)
+
+	ctx := storage.WithMaxSourceResolution(context.Background(), storage.Tier5m)
+	_, opts := e.forTiers(ctx, db, promql.NewPrometheusQueryOpts(true, time.Minute, nil), `x`, now.Add(-time.Hour), now, time.Hour)
+	require.True(t, opts.EnablePerStepStats())
 
 	// A Queryable without tiers (rules read storage.DB.Raw) gets the
 	// query unchanged.
-	got, opts := e.forTiers(context.Background(), storage.QueryableFunc(func(int64, int64) (storage.Querier, error) { return storage.NoopQuerier(), nil }), promql.NewPrometheusQueryOpts(false, time.Minute, nil), `count_over_time(x[1m])`, now, now, 0)
+	got, opts := e.forTiers(ctx, db.Raw(), promql.NewPrometheusQueryOpts(false, time.Minute, nil), `count_over_time(x[1m])`, now, now, 0)
 	require.Equal(t, `count_over_time(x[1m])`, got)
 	require.Equal(t, time.Minute, opts.LookbackDelta())
+	got, _ = e.forTiers(ctx, promstorage.QueryableFunc(func(int64, int64) (promstorage.Querier, error) { return promstorage.NoopQuerier(), nil }), nil, `count_over_time(x[1m])`, now, now, 0)
+	require.Equal(t, `count_over_time(x[1m])`, got)
 }

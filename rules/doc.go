@@ -22,8 +22,13 @@
 //     {instance} = 1 while an instance warms up (the longest warm-up of any
 //     rule, default 5m);
 //   - Notifier, where alerts go (logged until the notify part is wired);
-//   - APIMiddleware, which adds the extensions to /api/v1/rules and
-//     /api/v1/alerts as extra fields.
+//   - CompiledRules, the compiled alerting rules of a source with their
+//     extensions.
+//
+// The package serves no HTTP: package ui serves /api/v1/rules and
+// /api/v1/alerts with Prometheus' API handler over the Manager (RuleGroups,
+// AlertingRules) and adds the extensions as extra fields from
+// CompiledRules, all through its RulesRetriever interface.
 //
 // # Caveats
 //

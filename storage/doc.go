@@ -107,7 +107,45 @@
 //
 // Prometheus' engine computes range windows and the lookback itself and
 // drops samples outside them, so a Select cannot widen them by returning
-// more: package query rewrites the query instead (see query.TierPlanner).
+// more: AdaptForTiers rewrites the parsed query before the engine runs it
+// (package query calls it through query.TierPlanner): range selectors
+// shorter than two intervals of the coarsest tier read are widened to two,
+// the lookback becomes at least two intervals, and count_over_time becomes
+// a sum of the stored counts.
+//
+// # Who plans tiers
+//
+// Tier planning is this package's, and only this package's: choosing the
+// tier for each part of a range (plan, TierForStep, CoarsestResolution,
+// the max_source_resolution limit and the TierRecorder, in tier_plan.go),
+// the PromQL rewrite that goes with the choice (AdaptForTiers, also
+// there), stitching the parts per series (tiered.go) and the aggregate
+// read from each rollup tier (tier_read.go). Why the storage side and not
+// package query:
+//
+//   - The plan is a function of state only the storage holds and that
+//     moves while queries run: each tier's retention horizon, the
+//     watermarks the downsampler sets (SetRolledUpTo) and the storage's
+//     clock (Options.Now).
+//   - Not every read is PromQL. Prometheus' API calls Querier directly for
+//     /api/v1/series, /api/v1/labels and label values, so a planner in the
+//     engine would leave those reads to a second planner here.
+//   - The rewrite follows from how rollups are stored (the __rollup__
+//     aggregates, raw samples reading as 1 for count, the two rollup
+//     points rate() needs in a window); next to the representation it
+//     needs no copy of RollupLabel elsewhere.
+//   - storage imports no other package of the appliance, so the owner has
+//     to be the lower one; query reaches the planner through its own
+//     small interface (query.TierPlanner) and the engine stays unaware of
+//     tiers beyond passing the lookback it is given.
+//
+// The others only call in: package query parses the query, calls
+// AdaptForTiers and puts the lookback into Prometheus' query options;
+// package ui reads max_source_resolution into the request context
+// (WithMaxSourceResolution), records the tiers a request read
+// (WithTierRecorder) and reports them in the X-Appliance-Tiers header and
+// the "tiers" field; package downsample writes the rollups (Rollup) and
+// moves the watermarks, and plans nothing.
 //
 // # Concurrency
 //

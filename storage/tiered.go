@@ -3,82 +3,12 @@ package storage
 import (
 	"context"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/prometheus/prometheus/model/labels"
 	promstorage "github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/util/annotations"
 )
-
-// stepFactor is Thanos' rule for a coarser tier: a tier may serve a query
-// whose step is at least this many times its resolution, so that each step
-// still has several rollup points behind it.
-const stepFactor = 5
-
-type ctxKey int
-
-const (
-	ctxMaxTier ctxKey = iota
-	ctxRecorder
-)
-
-// WithMaxSourceResolution returns a context in which queries read no tier
-// coarser than t (Thanos' max_source_resolution; TierRaw means raw data
-// only).
-func WithMaxSourceResolution(ctx context.Context, t Tier) context.Context {
-	return context.WithValue(ctx, ctxMaxTier, t)
-}
-
-// MaxSourceResolution returns the limit set with WithMaxSourceResolution,
-// Tier5m if none.
-func MaxSourceResolution(ctx context.Context) Tier {
-	if t, ok := ctx.Value(ctxMaxTier).(Tier); ok && t >= TierRaw && t < NumTiers {
-		return t
-	}
-	return Tier5m
-}
-
-// TierRecorder collects the tiers that served the queries of one request.
-// It is safe for concurrent use.
-type TierRecorder struct {
-	mu   sync.Mutex
-	used [NumTiers]bool
-}
-
-// WithTierRecorder returns a context whose queries record the tiers they
-// read in the returned recorder.
-func WithTierRecorder(ctx context.Context) (context.Context, *TierRecorder) {
-	r := &TierRecorder{}
-	return context.WithValue(ctx, ctxRecorder, r), r
-}
-
-func (r *TierRecorder) note(t Tier) {
-	if r == nil {
-		return
-	}
-	r.mu.Lock()
-	r.used[t] = true
-	r.mu.Unlock()
-}
-
-// Used lists the tiers read so far, finest first.
-func (r *TierRecorder) Used() []Tier {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []Tier
-	for _, t := range Tiers {
-		if r.used[t] {
-			out = append(out, t)
-		}
-	}
-	return out
-}
-
-func recorderFrom(ctx context.Context) *TierRecorder {
-	r, _ := ctx.Value(ctxRecorder).(*TierRecorder)
-	return r
-}
 
 // Querier returns the tier-stitching querier over [mint, maxt]
 // (milliseconds, inclusive); see the package doc, "Tiers". Alert and
@@ -99,75 +29,6 @@ type rawQueryable struct{ db *DB }
 
 func (r rawQueryable) Querier(mint, maxt int64) (promstorage.Querier, error) {
 	return r.db.rawQuerier(mint, maxt)
-}
-
-// piece is a part of a query's time range [mint, maxt] (inclusive) served
-// by one tier.
-type piece struct {
-	tier       Tier
-	mint, maxt int64
-}
-
-// TierForStep returns the coarsest tier a query with this step may prefer
-// (resolution <= step/5), capped by max.
-func TierForStep(step time.Duration, maxTier Tier) Tier {
-	t := TierRaw
-	for _, c := range []Tier{Tier1m, Tier5m} {
-		if c.Resolution()*stepFactor <= step {
-			t = c
-		}
-	}
-	return min(t, maxTier)
-}
-
-// plan splits [mint, maxt] into pieces, each read from one tier: the
-// preferred tier (from the step) where it has data, else the next finer
-// one that has, else the next coarser one up to maxTier.
-func (db *DB) plan(mint, maxt int64, prefer, maxTier Tier) []piece {
-	now := db.now().UnixMilli()
-	var lo, hi [NumTiers]int64
-	bounds := []int64{mint}
-	for _, t := range Tiers {
-		lo[t], hi[t] = db.coverage(t, now)
-		for _, b := range []int64{lo[t], hi[t]} {
-			if b > mint && b <= maxt {
-				bounds = append(bounds, b)
-			}
-		}
-	}
-	slices.Sort(bounds)
-	bounds = slices.Compact(bounds)
-	choose := func(t int64) (Tier, bool) {
-		covers := func(k Tier) bool { return lo[k] <= t && t < hi[k] }
-		for k := prefer; k >= TierRaw; k-- {
-			if covers(k) {
-				return k, true
-			}
-		}
-		for k := prefer + 1; k <= maxTier; k++ {
-			if covers(k) {
-				return k, true
-			}
-		}
-		return 0, false
-	}
-	var out []piece
-	for i, b := range bounds {
-		end := maxt
-		if i+1 < len(bounds) {
-			end = bounds[i+1] - 1
-		}
-		k, ok := choose(b)
-		if !ok {
-			continue
-		}
-		if n := len(out); n > 0 && out[n-1].tier == k && out[n-1].maxt == b-1 {
-			out[n-1].maxt = end
-			continue
-		}
-		out = append(out, piece{tier: k, mint: b, maxt: end})
-	}
-	return out
 }
 
 type tieredQuerier struct {
@@ -323,16 +184,4 @@ func (q *tieredQuerier) mergeLabels(ctx context.Context, hints *promstorage.Labe
 	}
 	all, _ = hints.ApplyLimit(all)
 	return all, nil, nil
-}
-
-// CoarsestResolution returns the resolution of the coarsest tier a Select
-// over [mint, maxt] at this step would read, under the limit in ctx (0:
-// raw only). It implements query.TierPlanner.
-func (db *DB) CoarsestResolution(ctx context.Context, mint, maxt int64, step time.Duration) time.Duration {
-	maxTier := MaxSourceResolution(ctx)
-	var res time.Duration
-	for _, p := range db.plan(mint, maxt, TierForStep(step, maxTier), maxTier) {
-		res = max(res, p.tier.Resolution())
-	}
-	return res
 }

@@ -1,4 +1,30 @@
-// Package ui serves everything HTTP on the appliance's one port.
+// Package ui serves everything HTTP on the appliance's one port: it owns
+// every route. No other package registers a handler on it; the stages expose
+// what the routes need through small interfaces defined here, as
+// Prometheus' web/api/v1 takes a RulesRetriever:
+//
+//   - Storage and Targets: the time-series store and the scrape manager;
+//   - RulesRetriever (*rules.Manager): the rule groups and alerts for
+//     /api/v1/rules and /api/v1/alerts, and the compiled alerting rules
+//     whose extensions (sourceQuery, instances, escalated, warmup,
+//     breachingInstances) are added to Prometheus' answers
+//     (rules_api.go);
+//   - NotifyRetriever (*notify.Notifier): alerts, groups, silences,
+//     status, receivers and the delivery history behind Alertmanager's v2
+//     API under /api/v2 (alertmanager_api.go), which amtool, Grafana and
+//     Prometheus use;
+//   - TierStatsSource (*storage.DB, Options.Tiers): /api/v1/status/tiers,
+//     and with it max_source_resolution and the tiers used on the query
+//     endpoints.
+//
+// Options has no slot for handlers or middleware from outside: a new
+// route is added here.
+//
+// The stages keep their semantics (which alerts a filter selects, what a
+// silence filter matches, which tier serves a query); ui keeps the paths,
+// parameters, status codes and JSON. Tier planning is package storage's:
+// ui only reads max_source_resolution into the request and reports the
+// tiers used (X-Appliance-Tiers, the "tiers" field; tiers.go).
 //
 // The Prometheus-compatible API under /api/v1 is Prometheus' own
 // web/api/v1 handler mounted on echo, so query, query_range, series, labels,

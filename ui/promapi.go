@@ -29,9 +29,9 @@ func (s *Server) mountPrometheusAPI(e *echo.Echo) {
 	if promCfg == nil {
 		promCfg = func() promconfig.Config { return promconfig.DefaultConfig }
 	}
-	rr := o.Rules
-	if rr == nil {
-		rr = noRules{}
+	var rr apiv1.RulesRetriever = noRules{}
+	if o.Rules != nil {
+		rr = o.Rules
 	}
 	host, _ := os.Hostname()
 	api := apiv1.NewAPI(
@@ -91,8 +91,11 @@ func (s *Server) mountPrometheusAPI(e *echo.Echo) {
 	r := route.New()
 	api.Register(r)
 	var prom http.Handler = http.StripPrefix("/api/v1", r)
-	for i := len(o.Middleware) - 1; i >= 0; i-- {
-		prom = o.Middleware[i](prom)
+	if o.Rules != nil {
+		prom = rulesExtensions(o.Rules)(prom)
+	}
+	if o.Tiers != nil {
+		prom = tiersMiddleware(prom)
 	}
 	e.Any("/api/v1/*", echo.WrapHandler(prom))
 

@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -51,16 +50,15 @@ type Options struct {
 	Storage Storage
 	Engine  promql.QueryEngine
 	Targets Targets
-	// Rules lists rule groups and alerts for /api/v1/rules and /alerts; nil
-	// serves empty lists.
-	Rules apiv1.RulesRetriever
-	// Handlers are extra routes served on the same port (and behind the
-	// same auth), keyed by path prefix, e.g. "/api/v2/" for the
-	// Alertmanager API. A prefix ending in "/" serves everything below it.
-	Handlers map[string]http.Handler
-	// Middleware wraps the Prometheus API handler (e.g. to read
-	// per-request query options); nil for none.
-	Middleware []func(http.Handler) http.Handler
+	// Rules lists rule groups and alerts for /api/v1/rules and /alerts,
+	// with the appliance's rule extensions; nil serves empty lists.
+	Rules RulesRetriever
+	// Notify backs Alertmanager's v2 API under /api/v2/; nil serves none.
+	Notify NotifyRetriever
+	// Tiers, when set, serves /api/v1/status/tiers, and the query
+	// endpoints take max_source_resolution and report the tiers that
+	// served them (tiers.go); nil: neither.
+	Tiers TierStatsSource
 
 	// ConfigYAML returns the running config with secrets redacted.
 	ConfigYAML func() string
@@ -261,12 +259,11 @@ func (s *Server) routes() *echo.Echo {
 
 	s.mountPrometheusAPI(e)
 	s.mountSPA(e)
-	for prefix, h := range s.opts.Handlers {
-		if strings.HasSuffix(prefix, "/") {
-			e.Any(prefix+"*", echo.WrapHandler(h))
-		} else {
-			e.Any(prefix, echo.WrapHandler(h))
-		}
+	if s.opts.Tiers != nil {
+		e.Any("/api/v1/status/tiers", echo.WrapHandler(tierStatsHandler(s.opts.Tiers)))
+	}
+	if s.opts.Notify != nil {
+		e.Any("/api/v2/*", echo.WrapHandler(alertmanagerHandler(s.opts.Notify)))
 	}
 	return e
 }

@@ -28,8 +28,10 @@ func readsTiers(path string) bool {
 	return false
 }
 
-// TiersMiddleware is an Options.Middleware for the Prometheus API handler.
-// On the query endpoints it
+// tiersMiddleware wraps the Prometheus API handler when Options.Tiers is
+// set. It carries only the HTTP side of tiers; which tiers a query reads is
+// planned by package storage (see its doc, "Who plans tiers"). On the
+// query endpoints it
 //
 //   - reads max_source_resolution=raw|1m|5m (URL or form parameter, as in
 //     Thanos' querier: the coarsest tier the request may read; raw means
@@ -42,7 +44,7 @@ func readsTiers(path string) bool {
 //     {"status":"success","tiers":["raw","1m"],"data":...}. (The API
 //     compresses when the client accepts gzip; then only the header
 //     carries them.)
-func TiersMiddleware(next http.Handler) http.Handler {
+func tiersMiddleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !readsTiers(r.URL.Path) {
 			next.ServeHTTP(w, r)
@@ -138,16 +140,17 @@ func (w *tiersWriter) Flush() {
 // Unwrap lets http.ResponseController reach the underlying writer.
 func (w *tiersWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// TierStatsSource is what TierStatsHandler reads; *storage.DB implements it.
+// TierStatsSource is what /api/v1/status/tiers reads; *storage.DB
+// implements it.
 type TierStatsSource interface {
 	TierStats(ctx context.Context) ([]storage.TierStats, error)
 }
 
-// TierStatsHandler serves GET /api/v1/status/tiers: per tier its
+// tierStatsHandler serves GET /api/v1/status/tiers: per tier its
 // resolution, retention, the time it covers, series, samples, bytes on
 // disk, and for rollup tiers the watermark and lag, in Prometheus' API
 // envelope: {"status":"success","data":[{"tier":"raw",...},...]}.
-func TierStatsHandler(src TierStatsSource) http.Handler {
+func tierStatsHandler(src TierStatsSource) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")

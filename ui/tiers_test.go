@@ -1,6 +1,7 @@
 package ui_test
 
-// The HTTP side of the tiers (ui.TiersMiddleware, ui.TierStatsHandler) over
+// The HTTP side of the tiers (Options.Tiers: max_source_resolution, the
+// tiers used, /api/v1/status/tiers) over
 // a real storage and downsampler.
 
 import (
@@ -53,8 +54,7 @@ func TestTiersOverHTTP(t *testing.T) {
 		Targets:    sc.Manager(),
 		ConfigYAML: func() string { return "global: {}\n" },
 		Gatherer:   prometheus.NewRegistry(),
-		Middleware: []func(http.Handler) http.Handler{ui.TiersMiddleware},
-		Handlers:   map[string]http.Handler{"/api/v1/status/tiers": ui.TierStatsHandler(db)},
+		Tiers:      db,
 	})
 	require.NoError(t, err)
 	srv.SetReady(true)

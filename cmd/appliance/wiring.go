@@ -35,7 +35,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"os"
 	"os/signal"
 	"strings"
@@ -219,13 +218,10 @@ func newAppliance(cfg *config.Config, f runFlags, logger *slog.Logger) (_ *appli
 		BuildInfo:        buildInfo(),
 		Gatherer:         a.reg,
 		Registerer:       libReg,
-		// Per-request max_source_resolution and the tiers that served a
-		// query; /api/v1/rules and /api/v1/alerts in Prometheus' form.
-		Middleware: []func(http.Handler) http.Handler{ui.TiersMiddleware, a.rules.APIMiddleware},
-		Handlers: map[string]http.Handler{
-			"/api/v2/":             a.notifier.Handler(), // Alertmanager's v2 API
-			"/api/v1/status/tiers": ui.TierStatsHandler(a.db),
-		},
+		// Alertmanager's v2 API; per-request max_source_resolution, the
+		// tiers that served a query and /api/v1/status/tiers.
+		Notify:              a.notifier,
+		Tiers:               a.db,
 		BasicAuthUsers:      users,
 		TLS:                 tlsCfg,
 		MaxRequestBodyBytes: int64(cfg.Web.MaxRequestBodyBytes),
