@@ -47,9 +47,10 @@ type SLOConfig struct {
 	Selector  string  `yaml:"selector,omitempty"`
 	Threshold Seconds `yaml:"threshold,omitempty"`
 
-	// Availability SLOs: a probe's name, or two PromQL expressions of
-	// counters (good and total events); the SLI is
-	// increase(good)/increase(total) over each window.
+	// Availability SLOs: a probe's name, or good and total events: each a
+	// counter's selector (the SLI is rate(good[w]) / rate(total[w])) or
+	// an expression of rates with the window written [$window]; the SLO
+	// sums each by its By labels.
 	Probe string `yaml:"probe,omitempty"`
 	Good  string `yaml:"good,omitempty"`
 	Total string `yaml:"total,omitempty"`
@@ -129,7 +130,7 @@ func (c *SLOConfig) Validate() error {
 			if q.expr == "" {
 				continue
 			}
-			if _, err := p.ParseExpr(q.expr); err != nil {
+			if _, err := p.ParseExpr(strings.ReplaceAll(q.expr, "$window", "5m")); err != nil {
 				return fieldErrorf([]string{q.key}, "slo %s: %s: %v", c.Name, q.key, err)
 			}
 		}
