@@ -59,7 +59,7 @@ func TestRuleFile(t *testing.T) {
 func TestBurnWindowFactors(t *testing.T) {
 	f := func(days int, want ...float64) {
 		t.Helper()
-		w := BurnWindows(time.Duration(days)*24*time.Hour)
+		w := BurnWindows(time.Duration(days) * 24 * time.Hour)
 		require.Len(t, w, len(want))
 		for i := range w {
 			require.InDelta(t, want[i], w[i].Factor(time.Duration(days)*24*time.Hour), 1e-9, "%dd %s/%s", days, w[i].Long, w[i].Short)
