@@ -79,6 +79,9 @@ func MatchBound(threshold float64, les []string) (string, error) {
 }
 
 func sameNumber(a, b float64) bool {
+	if math.IsInf(a, 0) || math.IsInf(b, 0) {
+		return a == b
+	}
 	return a == b || math.Abs(a-b) <= boundTolerance*math.Max(math.Abs(a), math.Abs(b))
 }
 
