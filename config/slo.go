@@ -424,3 +424,21 @@ func (l *loader) checkSLOReferences(root *yaml3.Node, cfg *Config, reportsOK boo
 		l.errorf(keyLine(reports, "weekly", "receivers"), "reports: weekly: receiver %q is not defined in alerting.receivers", name)
 	}
 }
+
+// SLOLine returns the line of key (such as "threshold") of SLOs[i], else
+// of the SLO's item, or 0 when unknown; for the checks of package slo.
+func (c *Config) SLOLine(i int, key string) int {
+	if c.root == nil || i >= len(c.SLOs) {
+		return 0
+	}
+	_, slos := mappingKey(c.root, "slos")
+	if slos == nil {
+		return 0
+	}
+	for _, item := range slos.Content {
+		if _, v := mappingKey(item, "name"); v != nil && v.Value == c.SLOs[i].Name {
+			return keyLine(item, key)
+		}
+	}
+	return 0
+}
