@@ -58,6 +58,9 @@ type Options struct {
 	// same auth), keyed by path prefix, e.g. "/api/v2/" for the
 	// Alertmanager API. A prefix ending in "/" serves everything below it.
 	Handlers map[string]http.Handler
+	// Reports serves the weekly SLO reports (reports_api.go); nil serves
+	// an empty archive.
+	Reports Reports
 	// Middleware wraps the Prometheus API handler (e.g. to read
 	// per-request query options); nil for none.
 	Middleware []func(http.Handler) http.Handler
@@ -260,6 +263,7 @@ func (s *Server) routes() *echo.Echo {
 	e.GET("/debug/pprof/trace", echo.WrapHandler(http.HandlerFunc(pprof.Trace)))
 
 	s.mountPrometheusAPI(e)
+	s.mountReports(e)
 	for prefix, h := range s.opts.Handlers {
 		if strings.HasSuffix(prefix, "/") {
 			e.Any(prefix+"*", echo.WrapHandler(h))

@@ -1,0 +1,70 @@
+package ui
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/aiserve/appliance/slo"
+)
+
+// Reports serves the weekly SLO reports: the archive, and any week on
+// demand (slo.Reporter implements it).
+type Reports interface {
+	List() ([]slo.ArchivedReport, error)
+	Report(ctx context.Context, week, format string) ([]byte, error)
+}
+
+var reportTypes = map[string]string{
+	slo.FormatHTML:     "text/html; charset=utf-8",
+	slo.FormatMarkdown: "text/markdown; charset=utf-8",
+	slo.FormatJSON:     "application/json",
+}
+
+// mountReports serves GET /api/v1/appliance/reports (the archive) and
+// /api/v1/appliance/reports/<week>.<html|md|json>, also at
+// /reports/<week>.<format> (the address the report's own links use).
+func (s *Server) mountReports(e *echo.Echo) {
+	rp := s.opts.Reports
+	e.GET("/api/v1/appliance/reports", func(c echo.Context) error {
+		if rp == nil {
+			return c.JSONBlob(http.StatusOK, []byte(`{"status":"success","data":[]}`))
+		}
+		list, err := rp.List()
+		if err != nil {
+			writeAPIError(c.Response(), http.StatusInternalServerError, "internal", err.Error())
+			return nil
+		}
+		b, err := slo.MarshalList(list)
+		if err != nil {
+			return err
+		}
+		return c.JSONBlob(http.StatusOK, b)
+	})
+	one := func(c echo.Context) error {
+		week, format, ok := strings.Cut(c.Param("file"), ".")
+		if !ok {
+			writeAPIError(c.Response(), http.StatusNotFound, "not_found", "want <week>.html, <week>.md or <week>.json, e.g. 2026-W48.html")
+			return nil
+		}
+		if rp == nil {
+			writeAPIError(c.Response(), http.StatusNotFound, "not_found", "no slos are configured")
+			return nil
+		}
+		b, err := rp.Report(c.Request().Context(), week, format)
+		switch {
+		case errors.Is(err, slo.ErrBadWeek), errors.Is(err, slo.ErrUnknownFormat):
+			writeAPIError(c.Response(), http.StatusBadRequest, "bad_data", err.Error())
+			return nil
+		case err != nil:
+			writeAPIError(c.Response(), http.StatusInternalServerError, "internal", err.Error())
+			return nil
+		}
+		return c.Blob(http.StatusOK, reportTypes[format], b)
+	}
+	e.GET("/api/v1/appliance/reports/:file", one)
+	e.GET("/reports/:file", one)
+}
