@@ -70,6 +70,11 @@ var emailTemplate = template.Must(template.New("email").Funcs(template.FuncMap{"
 {{range .Bars}}<tr><td style="font-size:12px;color:#616161;padding-right:6px">{{.Label}}</td><td><table cellpadding="0" cellspacing="0" border="0"><tr><td width="{{itoa .Width}}" height="10" style="background:#1565c0;font-size:1px;line-height:1px">&nbsp;</td></tr></table></td><td style="font-size:12px;padding-left:6px">{{.Value}}</td></tr>
 {{end}}</table>{{end}}
 {{end}}{{end}}
+{{if .Probes}}<h2 style="font-size:16px;margin:20px 0 6px">Probes</h2>
+<table cellpadding="4" cellspacing="0" border="0" style="border-collapse:collapse">
+<tr style="background:#fafafa"><th align="left">Probe</th><th align="right">Availability</th><th align="right">Last week</th><th align="right">P95 duration</th><th align="right">Last week</th><th align="left">Failures</th></tr>
+{{range .Probes}}<tr><td>{{.Probe}}</td><td align="right">{{.Avail}}</td><td align="right">{{.LastAvail}}</td><td align="right">{{.Dur}}</td><td align="right">{{.LastDur}}</td><td>{{.Failures}}</td></tr>
+{{end}}</table>{{end}}
 <h2 style="font-size:16px;margin:20px 0 6px">Top incidents</h2>
 {{if .Incidents}}<table cellpadding="4" cellspacing="0" border="0" style="border-collapse:collapse">
 <tr style="background:#fafafa"><th align="left">Severity</th><th align="left">Alert</th><th align="left">Instances</th><th align="left">Start</th><th align="right">Duration</th></tr>

@@ -30,8 +30,13 @@ type view struct {
 	Generated string
 	Link      string
 	Rows      []sloRow
+	Probes    []probeRow
 	Incidents []incidentRow
 	Restarts  []restartRow
+}
+
+type probeRow struct {
+	Probe, Avail, LastAvail, Delta, Dur, LastDur, TTFT, LastTTFT, Failures string
 }
 
 type sloRow struct {
@@ -120,6 +125,23 @@ func newView(r *Report) *view {
 		}
 		v.Rows = append(v.Rows, row)
 	}
+	for _, p := range r.Probes {
+		sec := func(v *float64, approxed bool) string {
+			if v == nil {
+				return "–"
+			}
+			return approx(fmtSeconds(*v), approxed)
+		}
+		var fs []string
+		for _, f := range p.Failures {
+			fs = append(fs, f.Reason+" "+fmtCount(f.Count))
+		}
+		v.Probes = append(v.Probes, probeRow{
+			Probe: p.Probe, Avail: fmtPct(p.This.Availability), LastAvail: fmtPct(p.Last.Availability), Delta: fmtPP(p.This.Availability, p.Last.Availability),
+			Dur: sec(p.This.DurationP95, p.This.Approx), LastDur: sec(p.Last.DurationP95, p.Last.Approx),
+			TTFT: sec(p.This.TTFTP95, p.This.Approx), LastTTFT: sec(p.Last.TTFTP95, p.Last.Approx), Failures: strings.Join(fs, ", "),
+		})
+	}
 	for _, in := range r.Incidents {
 		var ls []string
 		for k, val := range in.Labels {
@@ -188,6 +210,13 @@ func RenderMarkdown(r *Report) ([]byte, error) {
 		b.WriteString("| | This week | Last week | Change | Bucket |\n|---|---|---|---|---|\n")
 		for _, q := range row.Quantiles {
 			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", q.Name, q.This, q.Last, q.Change, q.Bucket)
+		}
+		b.WriteString("\n")
+	}
+	if len(v.Probes) > 0 {
+		b.WriteString("## Probes\n\n| Probe | Availability | Last week | Δ | P95 duration | Last week | P95 TTFT | Last week | Failures |\n|---|---|---|---|---|---|---|---|---|\n")
+		for _, p := range v.Probes {
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", mdCell(p.Probe), p.Avail, p.LastAvail, p.Delta, p.Dur, p.LastDur, p.TTFT, p.LastTTFT, mdCell(p.Failures))
 		}
 		b.WriteString("\n")
 	}
@@ -371,6 +400,10 @@ th{background:#fafafa;font-weight:600}td.n{text-align:right;font-variant-numeric
 {{range .Daily}}<tr><td>{{.Date}}</td><td class="n">{{.P95}}</td><td class="n">{{.LastP95}}</td><td class="n">{{.Attainment}}</td><td class="n">{{.LastAttainment}}</td></tr>
 {{end}}</table>
 {{end}}{{end}}
+{{if .Probes}}<h2>Probes</h2>
+<table><tr><th>Probe</th><th>Availability</th><th>Last week</th><th>Δ</th><th>P95 duration</th><th>Last week</th><th>P95 TTFT</th><th>Last week</th><th>Failures</th></tr>
+{{range .Probes}}<tr><td>{{.Probe}}</td><td class="n">{{.Avail}}</td><td class="n">{{.LastAvail}}</td><td class="n">{{.Delta}}</td><td class="n">{{.Dur}}</td><td class="n">{{.LastDur}}</td><td class="n">{{.TTFT}}</td><td class="n">{{.LastTTFT}}</td><td>{{.Failures}}</td></tr>
+{{end}}</table>{{end}}
 <h2>Top incidents</h2>
 {{if .Incidents}}<table><tr><th>Severity</th><th>Alert</th><th>Labels</th><th>Instances</th><th>Start</th><th>Duration</th></tr>
 {{range .Incidents}}<tr><td>{{.Severity}}</td><td>{{.Alert}}</td><td>{{.Labels}}</td><td>{{.Instances}}</td><td>{{.Start}}</td><td class="n">{{.Duration}}</td></tr>

@@ -55,11 +55,12 @@ type Report struct {
 	ExternalURL string    `json:"external_url,omitempty"`
 	// Tiers read: "raw" for this week, "1m" where last week is older
 	// than the raw tier keeps.
-	Tiers     []string     `json:"tiers"`
-	SLOs      []*SLOResult `json:"slos"`
-	Incidents []Incident   `json:"incidents"`
-	Restarts  []Restart    `json:"restarts"`
-	Notes     []string     `json:"notes"`
+	Tiers     []string      `json:"tiers"`
+	SLOs      []*SLOResult  `json:"slos"`
+	Probes    []ProbeResult `json:"probes"`
+	Incidents []Incident    `json:"incidents"`
+	Restarts  []Restart     `json:"restarts"`
+	Notes     []string      `json:"notes"`
 }
 
 // SLOResult is one SLO for one value of its by labels.
@@ -127,6 +128,35 @@ type Day struct {
 	LastAttainment *float64 `json:"last_week_attainment"`
 }
 
+// ProbeResult is one outside-in probe over the week and the week before.
+type ProbeResult struct {
+	Probe string      `json:"probe"`
+	This  ProbePeriod `json:"this_week"`
+	Last  ProbePeriod `json:"last_week"`
+	// Failures this week by reason, most first.
+	Failures []Failure `json:"failures"`
+}
+
+// ProbePeriod is a probe's figures over one week.
+type ProbePeriod struct {
+	Runs         float64  `json:"runs"`
+	Availability *float64 `json:"availability"`
+	// P95 of the probe's duration and, for LLM probes, of its time to
+	// first token, in seconds.
+	DurationP95 *float64 `json:"duration_p95"`
+	TTFTP95     *float64 `json:"ttft_p95"`
+	// Approx is set when the quantiles come from a rollup tier, where
+	// they are computed over per-minute averages.
+	Approx bool   `json:"approx"`
+	Tier   string `json:"tier"`
+}
+
+// Failure is the number of failed runs with one reason.
+type Failure struct {
+	Reason string  `json:"reason"`
+	Count  float64 `json:"count"`
+}
+
 // Incident is an alert that fired in the week.
 type Incident struct {
 	Alert     string            `json:"alert"`
@@ -161,7 +191,7 @@ func Compute(ctx context.Context, src Source, w Week, opts ReportOptions) (*Repo
 	r := &Report{
 		Week: w.String(), Timezone: loc.String(), Start: start, End: end, Hours: end.Sub(start).Hours(),
 		LastWeek: lw.String(), GeneratedAt: opts.Now, Box: opts.Box, ExternalURL: opts.ExternalURL,
-		SLOs: []*SLOResult{}, Incidents: []Incident{}, Restarts: []Restart{},
+		SLOs: []*SLOResult{}, Probes: []ProbeResult{}, Incidents: []Incident{}, Restarts: []Restart{},
 	}
 	// Tiers read, finest first: raw for what is younger than its
 	// retention, 1m for the rest.
@@ -182,6 +212,9 @@ func Compute(ctx context.Context, src Source, w Week, opts ReportOptions) (*Repo
 		return cmp.Or(cmp.Compare(a.Service, b.Service), cmp.Compare(labelKey(a.Labels), labelKey(b.Labels)), cmp.Compare(a.SLO, b.SLO))
 	})
 	var err error
+	if r.Probes, err = probes(ctx, src, w, loc, rawSince); err != nil {
+		return nil, err
+	}
 	if r.Incidents, err = incidents(ctx, src, start, end); err != nil {
 		return nil, err
 	}
@@ -452,6 +485,83 @@ func p95(d *weekly, k string) *float64 {
 	return &v
 }
 
+// probes reads every probe's availability, P95 latencies and failures.
+func probes(ctx context.Context, src Source, w Week, loc *time.Location, rawSince time.Time) ([]ProbeResult, error) {
+	byProbe := map[string]*ProbeResult{}
+	get := func(name string) *ProbeResult {
+		p := byProbe[name]
+		if p == nil {
+			p = &ProbeResult{Probe: name, Failures: []Failure{}}
+			byProbe[name] = p
+		}
+		return p
+	}
+	for i, wk := range []Week{w, w.Prev()} {
+		from, to := wk.Start(loc), wk.End(loc)
+		win, at := rangeOf(to.Sub(from)), evalAt(to)
+		period := func(p *ProbeResult) *ProbePeriod {
+			if i == 0 {
+				return &p.This
+			}
+			return &p.Last
+		}
+		runs, err := src.Instant(ctx, fmt.Sprintf("sum by (probe) (count_over_time(probe_success[%s] @ %s))", win, at), to)
+		if err != nil {
+			return nil, err
+		}
+		ok, err := src.Instant(ctx, fmt.Sprintf("sum by (probe) (sum_over_time(probe_success[%s] @ %s))", win, at), to)
+		if err != nil {
+			return nil, err
+		}
+		for _, s := range runs {
+			pp := period(get(s.Labels["probe"]))
+			pp.Runs = s.Value
+			pp.Tier = tierFor(from, rawSince)
+			pp.Approx = from.Before(rawSince)
+		}
+		for _, s := range ok {
+			pp := period(get(s.Labels["probe"]))
+			pp.Availability = ratio(s.Value, pp.Runs)
+		}
+		for _, q := range []struct {
+			metric string
+			dst    func(*ProbePeriod) **float64
+		}{
+			{"probe_duration_seconds", func(pp *ProbePeriod) **float64 { return &pp.DurationP95 }},
+			{"probe_ttft_seconds", func(pp *ProbePeriod) **float64 { return &pp.TTFTP95 }},
+		} {
+			ss, err := src.Instant(ctx, fmt.Sprintf("max by (probe) (quantile_over_time(0.95, %s[%s] @ %s))", q.metric, win, at), to)
+			if err != nil {
+				return nil, err
+			}
+			for _, s := range ss {
+				if p, found := byProbe[s.Labels["probe"]]; found && !math.IsNaN(s.Value) {
+					v := s.Value
+					*q.dst(period(p)) = &v
+				}
+			}
+		}
+		if i == 0 {
+			fs, err := src.Instant(ctx, fmt.Sprintf("sum by (probe, reason) (count_over_time(probe_success{reason!=\"\"}[%s] @ %s))", win, at), to)
+			if err != nil {
+				return nil, err
+			}
+			for _, s := range fs {
+				if p, found := byProbe[s.Labels["probe"]]; found {
+					p.Failures = append(p.Failures, Failure{Reason: s.Labels["reason"], Count: s.Value})
+				}
+			}
+		}
+	}
+	out := make([]ProbeResult, 0, len(byProbe))
+	for _, p := range byProbe {
+		slices.SortFunc(p.Failures, func(a, b Failure) int { return cmp.Or(cmp.Compare(b.Count, a.Count), cmp.Compare(a.Reason, b.Reason)) })
+		out = append(out, *p)
+	}
+	slices.SortFunc(out, func(a, b ProbeResult) int { return cmp.Compare(a.Probe, b.Probe) })
+	return out, nil
+}
+
 // incidents reads the alerts that fired in [start, end) from ALERTS, one
 // interval per label set (gaps under two steps merged), clipped to the
 // week, worst first. It counts samples per minute rather than reading
@@ -548,7 +658,7 @@ func notes(r *Report) []string {
 		fmt.Sprintf("P99 is given from %d requests in the week; below that the report says n < %d.", MinRequestsForP99, MinRequestsForP99),
 	}
 	if slices.Contains(r.Tiers, "1m") {
-		n = append(n, "Last week is read from the 1m tier: counters and buckets are exact there; figures marked ≈ are approximate.")
+		n = append(n, "What is older than the raw tier keeps is read from the 1m tier: counters and histogram buckets are exact there; probe latency quantiles, marked ≈, are computed over per-minute averages.")
 	}
 	if r.Hours != 168 {
 		n = append(n, fmt.Sprintf("This week is %s hours long in %s (daylight saving time).", strconv.FormatFloat(r.Hours, 'f', -1, 64), r.Timezone))

@@ -137,6 +137,16 @@ func checkKnownAnswers(t *testing.T, r *Report) {
 	require.Nil(t, tiny.This.Quantiles[2].Value)
 	near(1, tiny.This.Attainment, "tiny attainment")
 
+	require.Len(t, r.Probes, 1)
+	pr := r.Probes[0]
+	require.Equal(t, "chat", pr.Probe)
+	near(2014.0/2016, pr.This.Availability, "probe availability this week")
+	near(1, pr.Last.Availability, "probe availability last week")
+	near(0.8, pr.This.DurationP95, "probe P95 this week")
+	near(1.2, pr.Last.DurationP95, "probe P95 last week")
+	require.Equal(t, []Failure{{Reason: "timeout", Count: 2}}, pr.Failures)
+	require.Equal(t, pr.Last.Tier == "1m", pr.Last.Approx, "≈ on what a rollup tier answers")
+
 	require.Len(t, r.Incidents, 2)
 	require.Equal(t, "SLOBudgetBurnFast", r.Incidents[0].Alert)
 	require.Equal(t, "P0", r.Incidents[0].Severity)
