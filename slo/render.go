@@ -60,7 +60,7 @@ type dayRow struct {
 }
 
 type incidentRow struct {
-	Alert, Severity, Instances, Start, Duration, Labels string
+	Alert, Severity, Instances, Start, Duration, Labels, Notified string
 }
 
 type restartRow struct {
@@ -153,7 +153,11 @@ func newView(r *Report) *view {
 		v.Incidents = append(v.Incidents, incidentRow{
 			Alert: in.Alert, Severity: in.Severity, Instances: strings.Join(in.Instances, ", "),
 			Start: in.Start.In(loc).Format("Mon 01-02 15:04"), Duration: fmtDuration(in.Duration), Labels: strings.Join(ls, ", "),
+			Notified: "–",
 		})
+		if in.Notifications != nil {
+			v.Incidents[len(v.Incidents)-1].Notified = strconv.Itoa(*in.Notifications)
+		}
 	}
 	for _, rs := range r.Restarts {
 		v.Restarts = append(v.Restarts, restartRow{Instance: rs.Instance, Job: rs.Job, At: rs.At.In(loc).Format("Mon 01-02 15:04")})
@@ -231,6 +235,13 @@ func RenderMarkdown(r *Report) ([]byte, error) {
 		fmt.Fprintf(&b, "%d. **%s** %s, %s for %s", i+1, in.Severity, mdCell(in.Alert), in.Start, in.Duration)
 		if in.Instances != "" {
 			fmt.Fprintf(&b, " on %s", mdCell(in.Instances))
+		}
+		switch in.Notified {
+		case "–":
+		case "1":
+			b.WriteString(", 1 notification")
+		default:
+			fmt.Fprintf(&b, ", %s notifications", in.Notified)
 		}
 		b.WriteString("\n")
 	}
@@ -405,8 +416,8 @@ th{background:#fafafa;font-weight:600}td.n{text-align:right;font-variant-numeric
 {{range .Probes}}<tr><td>{{.Probe}}</td><td class="n">{{.Avail}}</td><td class="n">{{.LastAvail}}</td><td class="n">{{.Delta}}</td><td class="n">{{.Dur}}</td><td class="n">{{.LastDur}}</td><td class="n">{{.TTFT}}</td><td class="n">{{.LastTTFT}}</td><td>{{.Failures}}</td></tr>
 {{end}}</table>{{end}}
 <h2>Top incidents</h2>
-{{if .Incidents}}<table><tr><th>Severity</th><th>Alert</th><th>Labels</th><th>Instances</th><th>Start</th><th>Duration</th></tr>
-{{range .Incidents}}<tr><td>{{.Severity}}</td><td>{{.Alert}}</td><td>{{.Labels}}</td><td>{{.Instances}}</td><td>{{.Start}}</td><td class="n">{{.Duration}}</td></tr>
+{{if .Incidents}}<table><tr><th>Severity</th><th>Alert</th><th>Labels</th><th>Instances</th><th>Start</th><th>Duration</th><th>Notifications</th></tr>
+{{range .Incidents}}<tr><td>{{.Severity}}</td><td>{{.Alert}}</td><td>{{.Labels}}</td><td>{{.Instances}}</td><td>{{.Start}}</td><td class="n">{{.Duration}}</td><td class="n">{{.Notified}}</td></tr>
 {{end}}</table>{{else}}<p>No alert fired this week.</p>{{end}}
 <h2>Restarts</h2>
 {{if .Restarts}}<table><tr><th>Instance</th><th>Job</th><th>Started</th></tr>

@@ -39,6 +39,10 @@ type ReportOptions struct {
 	ExternalURL string
 	// Box names the appliance (its hostname) in the header.
 	Box string
+	// Notifications, when set, counts the notifications sent about the
+	// alert between from and to (notify's delivery history); the
+	// incidents then say how many went out.
+	Notifications func(alert string, from, to time.Time) (int, error)
 }
 
 // Report is the weekly report of one ISO week. Its JSON form is the
@@ -165,6 +169,8 @@ type Incident struct {
 	Instances []string          `json:"instances"`
 	Start     time.Time         `json:"start"`
 	Duration  time.Duration     `json:"duration_ns"`
+	// Notifications sent about it; nil when unknown.
+	Notifications *int `json:"notifications"`
 }
 
 // Restart is an instance whose process started during the week.
@@ -217,6 +223,17 @@ func Compute(ctx context.Context, src Source, w Week, opts ReportOptions) (*Repo
 	}
 	if r.Incidents, err = incidents(ctx, src, start, end); err != nil {
 		return nil, err
+	}
+	if opts.Notifications != nil {
+		for i := range r.Incidents {
+			in := &r.Incidents[i]
+			// Until a group interval or so after it resolved.
+			n, err := opts.Notifications(in.Alert, in.Start, in.Start.Add(in.Duration+5*time.Minute))
+			if err != nil {
+				return nil, fmt.Errorf("count notifications: %w", err)
+			}
+			in.Notifications = &n
+		}
 	}
 	if r.Restarts, err = restarts(ctx, src, start, end); err != nil {
 		return nil, err

@@ -59,6 +59,10 @@ func goldenReport(t *testing.T, w Week, loc *time.Location, now time.Time) *Repo
 	src := EngineSource{Engine: query.New(query.Options{}, nil, nil), Queryable: q}
 	r, err := Compute(context.Background(), src, w, ReportOptions{
 		SLOs: reportSLOs(t), Location: loc, Now: now, ExternalURL: "http://box.lab:9090/", Box: "gpu-box-1",
+		// One notification per 30 minutes of an incident.
+		Notifications: func(alert string, from, to time.Time) (int, error) {
+			return int(to.Sub(from) / (30 * time.Minute)), nil
+		},
 	})
 	require.NoError(t, err)
 	return r
@@ -155,6 +159,9 @@ func checkKnownAnswers(t *testing.T, r *Report) {
 	require.Equal(t, "VLLMQueueHigh", r.Incidents[1].Alert)
 	require.Equal(t, []string{"a", "b"}, r.Incidents[1].Instances)
 	require.InDelta(t, float64(2*time.Hour), float64(r.Incidents[1].Duration), float64(time.Minute))
+	if n := r.Incidents[0].Notifications; n != nil {
+		require.Equal(t, 1, *n, "40m + 5m")
+	}
 	require.Len(t, r.Restarts, 1)
 	require.Equal(t, "a", r.Restarts[0].Instance)
 }

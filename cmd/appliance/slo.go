@@ -4,11 +4,14 @@ import (
 	"context"
 	"log/slog"
 	"os"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/aiserve/appliance/config"
 	"github.com/aiserve/appliance/notify"
+	"github.com/aiserve/appliance/notify/message"
 	"github.com/aiserve/appliance/query"
 	"github.com/aiserve/appliance/slo"
 	"github.com/aiserve/appliance/storage"
@@ -41,6 +44,7 @@ func newSLOReports(cfg *config.Config, db *storage.DB, engine *query.Engine, n *
 			c := p.cfg.Load()
 			o := slo.OptionsFor(c)
 			o.ExternalURL, o.Box = externalURL(c), box
+			o.Notifications = notificationCounter(n)
 			return o
 		},
 		Schedule: func() *config.WeeklyReportConfig { return p.cfg.Load().Reports.Weekly },
@@ -76,4 +80,27 @@ func sloRuleFiles(cfg *config.Config) map[string][]byte {
 		return nil
 	}
 	return map[string][]byte{"slo": file}
+}
+
+// notificationCounter counts, in notify's delivery history (the last
+// thousand deliveries), the alert notifications sent about an alert: those
+// whose group key names it (group_by alertname, the default) or whose
+// title does.
+func notificationCounter(n *notify.Notifier) func(alert string, from, to time.Time) (int, error) {
+	return func(alert string, from, to time.Time) (int, error) {
+		hist, err := n.History(1000)
+		if err != nil {
+			return 0, err
+		}
+		count := 0
+		for _, d := range hist {
+			if d.Result != "sent" || d.Kind != message.KindAlerts || d.At.Before(from) || d.At.After(to) {
+				continue
+			}
+			if strings.Contains(d.GroupKey, `alertname="`+alert+`"`) || slices.Contains(strings.Fields(d.Title), alert) {
+				count++
+			}
+		}
+		return count, nil
+	}
 }
