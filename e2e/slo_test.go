@@ -104,3 +104,28 @@ func TestSLOEndToEnd(t *testing.T) {
 	require.Contains(t, html, "<h1>SLO report 2026-W48</h1>")
 	require.Equal(t, html, report("--data", data), "same command, same bytes")
 }
+
+// TestCheckRefusesThresholdThatIsNoBound: appliance check names the
+// nearest bucket bounds of a threshold the histogram does not have, and
+// accepts TGI's bound written as a person would.
+func TestCheckRefusesThresholdThatIsNoBound(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, `slos:
+  - name: chat-latency
+    kind: latency
+    histogram: vllm:e2e_request_latency_seconds
+    threshold: 1.2s
+    objective: 99%
+  - name: tgi
+    kind: latency
+    histogram: tgi_request_duration
+    threshold: 150us
+    objective: 90%
+`)
+	out, err := exec.Command(binary, "check", "--config", cfg).CombinedOutput()
+	var ee *exec.ExitError
+	require.ErrorAs(t, err, &ee, string(out))
+	require.Equal(t, 1, ee.ExitCode())
+	require.Contains(t, string(out), "slo chat-latency: threshold 1.2s: threshold is not a bucket bound of the histogram; the nearest bounds are 1.0 and 1.5 of vllm:e2e_request_latency_seconds")
+	require.NotContains(t, string(out), "slo tgi")
+}
