@@ -199,6 +199,28 @@ type Reporter struct {
 	Options  func() ReportOptions
 	Schedule func() *config.WeeklyReportConfig
 	Location func() *time.Location
+	// Now is the clock of Statuses; nil is time.Now.
+	Now func() time.Time
+	// Send sends a week's report now (Scheduler.SendNow); nil when
+	// nothing can send.
+	Send func(ctx context.Context, week string) error
+}
+
+// SendNow sends week's report through Send.
+func (rp *Reporter) SendNow(ctx context.Context, week string) error {
+	if rp.Send == nil {
+		return ErrNoSchedule
+	}
+	return rp.Send(ctx, week)
+}
+
+// Statuses returns every SLO's status now, sorted by budget left.
+func (rp *Reporter) Statuses(ctx context.Context) ([]Status, error) {
+	now := time.Now
+	if rp.Now != nil {
+		now = rp.Now
+	}
+	return Statuses(ctx, rp.Source, rp.Options().SLOs, now())
 }
 
 // Report returns week's report in format, and whether it came from the

@@ -2,6 +2,7 @@ package slo
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -68,8 +69,7 @@ func Due(now time.Time, sched *config.WeeklyReportConfig) Week {
 	return w
 }
 
-// Tick sends the report that is due, if it was not sent yet; it reports
-// the week sent, if any.
+// Tick sends the report that is due, if it was not sent yet.
 func (s *Scheduler) Tick(ctx context.Context) error {
 	sched := s.Config()
 	if sched == nil || len(sched.Receivers) == 0 {
@@ -80,6 +80,28 @@ func (s *Scheduler) Tick(ctx context.Context) error {
 	if err != nil || sent {
 		return err
 	}
+	return s.send(ctx, w, sched, "report:"+w.String())
+}
+
+// ErrNoSchedule is returned by SendNow without reports.weekly receivers.
+var ErrNoSchedule = errors.New("reports.weekly names no receivers")
+
+// SendNow sends week's report to the schedule's receivers at once, also
+// when it was sent before (the dashboard's "send now"); the scheduled
+// send of that week still happens once, unless this one was first.
+func (s *Scheduler) SendNow(ctx context.Context, week string) error {
+	w, err := ParseWeek(week)
+	if err != nil {
+		return err
+	}
+	sched := s.Config()
+	if sched == nil || len(sched.Receivers) == 0 {
+		return ErrNoSchedule
+	}
+	return s.send(ctx, w, sched, fmt.Sprintf("report:%s:now:%d", w, s.Now().UnixNano()))
+}
+
+func (s *Scheduler) send(ctx context.Context, w Week, sched *config.WeeklyReportConfig, key string) error {
 	r, err := s.Reporter.compute(ctx, w)
 	if err != nil {
 		return fmt.Errorf("compute report %s: %w", w, err)
@@ -105,7 +127,7 @@ func (s *Scheduler) Tick(ctx context.Context) error {
 			ExternalURL:       r.ExternalURL,
 		}
 	}
-	if _, err := s.Outbox.EnqueueOnce("report:"+r.Week, sched.Receivers, build); err != nil {
+	if _, err := s.Outbox.EnqueueOnce(key, sched.Receivers, build); err != nil {
 		return err
 	}
 	if s.Logger != nil {

@@ -290,6 +290,12 @@ reports:
 	require.Len(t, smtp.got(), 2)
 	require.Len(t, hook.payloads(), 2)
 	require.Equal(t, "report:2026-W49", hook.payloads()[1].GroupKey)
+
+	// "Send now" sends a week again, on demand.
+	require.NoError(t, b.sched.SendNow(ctx, "2026-W48"))
+	require.NoError(t, b.n.Tick(ctx))
+	require.Len(t, smtp.got(), 3)
+	require.Len(t, hook.payloads(), 3)
 	require.NoError(t, b.db.Close())
 }
 

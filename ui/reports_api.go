@@ -16,6 +16,12 @@ import (
 type Reports interface {
 	List() ([]slo.ArchivedReport, error)
 	Report(ctx context.Context, week, format string) ([]byte, error)
+	// Statuses lists every SLO now, sorted by budget left, for the /slo
+	// page (GET /api/v1/appliance/slos).
+	Statuses(ctx context.Context) ([]slo.Status, error)
+	// SendNow sends a week's report to the scheduled receivers now
+	// (POST /api/v1/appliance/reports/<week>/send).
+	SendNow(ctx context.Context, week string) error
 }
 
 var reportTypes = map[string]string{
@@ -67,4 +73,37 @@ func (s *Server) mountReports(e *echo.Echo) {
 	}
 	e.GET("/api/v1/appliance/reports/:file", one)
 	e.GET("/reports/:file", one)
+	e.POST("/api/v1/appliance/reports/:week/send", func(c echo.Context) error {
+		if rp == nil {
+			writeAPIError(c.Response(), http.StatusNotFound, "not_found", "no slos are configured")
+			return nil
+		}
+		err := rp.SendNow(c.Request().Context(), c.Param("week"))
+		switch {
+		case errors.Is(err, slo.ErrBadWeek):
+			writeAPIError(c.Response(), http.StatusBadRequest, "bad_data", err.Error())
+			return nil
+		case errors.Is(err, slo.ErrNoSchedule):
+			writeAPIError(c.Response(), http.StatusUnprocessableEntity, "bad_data", err.Error()+"; add them to the config to send reports")
+			return nil
+		case err != nil:
+			writeAPIError(c.Response(), http.StatusInternalServerError, "internal", err.Error())
+			return nil
+		}
+		return c.JSONBlob(http.StatusAccepted, []byte(`{"status":"success"}`))
+	})
+	e.GET("/api/v1/appliance/slos", func(c echo.Context) error {
+		var list []slo.Status
+		if rp != nil {
+			var err error
+			if list, err = rp.Statuses(c.Request().Context()); err != nil {
+				writeAPIError(c.Response(), http.StatusInternalServerError, "internal", err.Error())
+				return nil
+			}
+		}
+		if list == nil {
+			list = []slo.Status{}
+		}
+		return c.JSON(http.StatusOK, map[string]any{"status": "success", "data": list})
+	})
 }

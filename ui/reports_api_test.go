@@ -158,6 +158,25 @@ slos:
 	code, body = ts.get("/api/v1/appliance/reports")
 	require.Equal(t, http.StatusOK, code)
 	require.Contains(t, body, `"week":"`+w.String()+`","formats":["html","md","json"]`)
+
+	// Without reports.weekly there is nobody to send to.
+	code, body = ts.post("/api/v1/appliance/reports/"+w.String()+"/send", "application/json", nil)
+	require.Equal(t, http.StatusUnprocessableEntity, code, body)
+
+	// The /slo page's list: llama has spent more than its budget over
+	// 28d (95% for most of the data), tiny none; sorted by budget left.
+	code, body = ts.get("/api/v1/appliance/slos")
+	require.Equal(t, http.StatusOK, code, body)
+	var st struct {
+		Data []slo.Status `json:"data"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(body), &st))
+	require.Len(t, st.Data, 2)
+	require.Equal(t, "llama", st.Data[0].Labels["model_name"])
+	require.Less(t, *st.Data[0].BudgetLeft, 0.0)
+	require.Equal(t, "tiny", st.Data[1].Labels["model_name"])
+	require.InDelta(t, 1.0, *st.Data[1].BudgetLeft, 1e-9)
+	require.Equal(t, 14.4*28/30, st.Data[0].Alerts[0].Factor)
 }
 
 // reportsFunc defers to a Reporter built after the server.
@@ -167,3 +186,5 @@ func (f reportsFunc) List() ([]slo.ArchivedReport, error) { return f().List() }
 func (f reportsFunc) Report(ctx context.Context, week, format string) ([]byte, error) {
 	return f().Report(ctx, week, format)
 }
+func (f reportsFunc) Statuses(ctx context.Context) ([]slo.Status, error) { return f().Statuses(ctx) }
+func (f reportsFunc) SendNow(ctx context.Context, week string) error     { return f().SendNow(ctx, week) }

@@ -56,6 +56,7 @@ func newSLOReports(cfg *config.Config, db *storage.DB, engine *query.Engine, n *
 		Now:    time.Now,
 		Logger: logger,
 	}
+	p.reporter.Send = p.sched.SendNow
 	return p, nil
 }
 
