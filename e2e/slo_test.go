@@ -78,7 +78,7 @@ func TestSLOEndToEnd(t *testing.T) {
 		}
 	}
 	require.True(t, found, "group slo:chat-latency in /api/v1/rules: %s", r.Data)
-	eventually(t, 30*time.Second, "the SLI recording rule writes", func() bool {
+	eventually(t, 90*time.Second, "the SLI recording rule writes (the SLO groups run every minute)", func() bool {
 		return len(p.instant(`slo:sli_error:ratio_rate1h{slo="chat-latency", model_name="m"}`, time.Time{})) == 1
 	})
 	v := value(t, p.instant(`slo:sli_error:ratio_rate1h{slo="chat-latency"}`, time.Time{})[0])

@@ -87,8 +87,15 @@ func RuleFile(slos []*config.SLOConfig, les map[string]string) ([]byte, error) {
 	return b, nil
 }
 
+// GroupInterval is the evaluation interval of the SLO groups. Their
+// ratios read up to 3 days of raw samples per series at every evaluation;
+// once a minute keeps that affordable, and a page that fires up to a
+// minute later is still within the workbook's detection times (the 1h/5m
+// pair at 14.4x takes minutes to trip anyway).
+const GroupInterval = time.Minute
+
 func group(s *config.SLOConfig, le string) rulefmt.RuleGroup {
-	g := rulefmt.RuleGroup{Name: GroupPrefix + s.Name}
+	g := rulefmt.RuleGroup{Name: GroupPrefix + s.Name, Interval: model.Duration(GroupInterval)}
 	sloLabels := map[string]string{SLOLabel: s.Name}
 	for _, w := range ratioWindows {
 		g.Rules = append(g.Rules, rulefmt.Rule{
