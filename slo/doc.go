@@ -25,11 +25,21 @@
 // every ratio, so an instance that is starting holds these alerts as it
 // holds any other.
 //
-// Report computes the weekly report of an ISO week in a zone through a
+// Compute computes the weekly report of an ISO week in a zone through a
 // Source (the query engine over the tiers, or a running appliance's API),
-// and RenderHTML, RenderMarkdown and RenderJSON write it. The same report
+// and RenderHTML (self-contained: inline CSS and SVG), RenderEmailHTML
+// (tables and inline styles only, for mail clients), RenderMarkdown (chat,
+// and the mail's text part) and RenderJSON write it. The same report
 // always renders to the same bytes: numbers have a fixed format, lists a
-// fixed order, and the clock is the Report's GeneratedAt.
+// fixed order, and the clock is the Report's GeneratedAt, which for a
+// week is its scheduled send time (ReportTime).
+//
+// Archive keeps rendered reports in the state file (bucket slo_reports);
+// Reporter serves them, computing the weeks not archived; Scheduler sends
+// the due week once through an Outbox (notify's EnqueueOnce, whose key is
+// written in the same transaction as the messages, so a restart never
+// sends a week twice) and catches up after downtime. Statuses is the
+// /slo page's list: budget left and burn rate per window, worst first.
 //
 // # Caveats
 //
