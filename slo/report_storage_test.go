@@ -10,7 +10,7 @@ import (
 
 	"github.com/aiserve/appliance/downsample"
 	"github.com/aiserve/appliance/query"
-	"github.com/aiserve/appliance/storage"
+	"github.com/aiserve/appliance/storage/storagetest"
 )
 
 // TestReportFromTieredStorage writes 15 days of known data through the
@@ -26,11 +26,7 @@ func TestReportFromTieredStorage(t *testing.T) {
 	end := w.End(loc)
 	from := end.Add(-15 * 24 * time.Hour)
 
-	opts := storage.DefaultOptions()
-	opts.Path = t.TempDir()
-	db, err := storage.Open(opts)
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, db.Close()) })
+	db := storagetest.Open(t)
 
 	samples := genReportData(w, loc, from, end)
 	// Commit a day at a time, whole 5-minute windows each, as the text

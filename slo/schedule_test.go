@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/aiserve/appliance/clock"
 	"github.com/aiserve/appliance/config"
 	"github.com/aiserve/appliance/notify"
 	"github.com/aiserve/appliance/notify/message"
@@ -135,15 +136,6 @@ func (h *hookSink) payloads() []webhook.Payload {
 	return append([]webhook.Payload(nil), h.got...)
 }
 
-type testClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *testClock) Now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *testClock) Set(t time.Time)     { c.mu.Lock(); c.t = t; c.mu.Unlock() }
-func (c *testClock) Add(d time.Duration) { c.Set(c.Now().Add(d)) }
-
 // TestScheduledReportDelivery: at Monday 09:00 Asia/Shanghai the report of
 // the week that ended goes through notify's outbox to an SMTP server
 // (HTML and text parts) and to a webhook receiver that is down then; it
@@ -181,7 +173,7 @@ reports:
 	require.NoError(t, err)
 
 	dbPath := filepath.Join(t.TempDir(), "state.db")
-	clock := &testClock{t: time.Date(2026, 11, 30, 8, 59, 0, 0, loc)}
+	clock := clock.NewFake(time.Date(2026, 11, 30, 8, 59, 0, 0, loc))
 	engine := query.New(query.Options{}, nil, nil)
 	type box struct {
 		db    *bolt.DB
@@ -252,7 +244,7 @@ reports:
 	// The receiver comes back; the outbox retries and it arrives, once.
 	hook.setDown(false)
 	for i := 0; i < 10; i++ {
-		clock.Add(15 * time.Second)
+		clock.Advance(15 * time.Second)
 		tick()
 	}
 	ps := hook.payloads()
@@ -271,7 +263,7 @@ reports:
 	require.NoError(t, err)
 	require.False(t, again)
 	for i := 0; i < 24; i++ {
-		clock.Add(time.Hour)
+		clock.Advance(time.Hour)
 		tick()
 	}
 	require.Len(t, smtp.got(), 1)
