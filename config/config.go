@@ -38,10 +38,10 @@ var DefaultGlobalConfig = func() promconfig.GlobalConfig {
 // unsupportedSections are sections of the design that later versions fill.
 // They are refused rather than ignored so that nobody believes an alert
 // route or a probe is active when it is not.
-var unsupportedSections = []string{"slos", "reports", "remote_write"}
+var unsupportedSections = []string{"remote_write"}
 
 // sections are the keys the top level accepts, for suggestions.
-var sections = []string{"global", "storage", "query", "scrape_configs", "scrape_config_files", "rule_files", "rule_packs", "web", "alerting", "probes", "collectors", "autodetect", "ui"}
+var sections = []string{"global", "storage", "query", "scrape_configs", "scrape_config_files", "rule_files", "rule_packs", "web", "alerting", "probes", "slos", "reports", "collectors", "autodetect", "ui"}
 
 // patRulePath is Prometheus' check of rule_files and scrape_config_files
 // patterns: a glob may only appear in the last path element.
@@ -63,6 +63,8 @@ type Config struct {
 	Collectors        CollectorsConfig           `yaml:"collectors,omitempty"`
 	Autodetect        AutodetectConfig           `yaml:"autodetect,omitempty"`
 	UI                UIConfig                   `yaml:"ui,omitempty"`
+	SLOs              []*SLOConfig               `yaml:"slos,omitempty"`
+	Reports           ReportsConfig              `yaml:"reports,omitempty"`
 
 	file string // as given to Load; "" for the embedded default
 	raw  []byte // the file as read
@@ -191,7 +193,7 @@ func (l *loader) load(data []byte) *Config {
 	cfg.root = root
 
 	var scrapeNode *yaml3.Node
-	globalOK, webOK := true, true
+	globalOK, webOK, reportsOK := true, true, true
 	seen := map[string]int{}
 	for i := 0; i+1 < len(root.Content); i += 2 {
 		k, v := root.Content[i], deref(root.Content[i+1])
@@ -223,6 +225,10 @@ func (l *loader) load(data []byte) *Config {
 			if l.decode(v, &cfg.Probes) {
 				l.checkProbes(v, cfg.Probes)
 			}
+		case "slos":
+			cfg.SLOs = l.decodeSLOs(v)
+		case "reports":
+			reportsOK = l.decode(v, &cfg.Reports)
 		case "collectors":
 			l.decode(v, &cfg.Collectors)
 		case "autodetect":
@@ -248,6 +254,7 @@ func (l *loader) load(data []byte) *Config {
 	if scrapeNode != nil {
 		cfg.ScrapeConfigs, cfg.scrapeNodes = l.decodeScrapeConfigs("scrape_configs", scrapeNode, cfg.Global, globalOK, map[string]string{})
 	}
+	l.checkSLOReferences(root, cfg, reportsOK)
 	cfg.setDirectory(l.dir)
 	if t := cfg.Web.TLSServerConfig; t != nil && webOK {
 		if key, err := t.checkFiles(); err != nil {

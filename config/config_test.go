@@ -26,7 +26,12 @@ import (
 // pack names, templates) are cmd/appliance's tests: config imports no stage.
 var badFiles = map[string][]string{
 	"slos.bad.yml": {
-		"testdata/slos.bad.yml:5: slos: not supported by this version yet",
+		"testdata/slos.bad.yml:11: slo chat-latency: window 2w is not supported; use 7d, 28d or 30d",
+		`testdata/slos.bad.yml:14: slo chat-availability: probe "chat" is not defined in probes`,
+		"testdata/slos.bad.yml:18: slo errors: good: 1:23: parse error: unclosed left parenthesis",
+		"testdata/slos.bad.yml:25: slo chat-latency: objective 101% must be above 0% and below 100%",
+		`testdata/slos.bad.yml:28: slo ttft: histogram "vllm:time_to_first_token_seconds_bucket": give the name without _bucket or _count`,
+		`testdata/slos.bad.yml:33: reports: weekly: day "mondag" is not a day of the week (monday ... sunday)`,
 	},
 	"bad-duration.bad.yml": {
 		`testdata/bad-duration.bad.yml:3: unknown unit " seconds" in duration "5 seconds"`,
@@ -126,7 +131,7 @@ scrape_configs:
   - {job_name: triton, static_configs: [{targets: [localhost:8002]}], sample_limt: 10}
 storage:
   retention: {raw: 0s}
-slos: []
+remote_write: []
 rule_packs: [vllm, vllm]
 `
 	_, err := Load([]byte(data), "box.yml")
@@ -135,7 +140,7 @@ rule_packs: [vllm, vllm]
 		`box.yml:10: scrape timeout greater than scrape interval for scrape config with job name "tgi"`,
 		`box.yml:13: unknown field "sample_limt"`,
 		`box.yml:15: retention raw must be greater than 0`,
-		`box.yml:16: slos: not supported by this version yet`,
+		`box.yml:16: remote_write: not supported by this version yet`,
 		`box.yml:17: rule pack "vllm" is listed twice`,
 	}, errorStrings(flattenErrors(err)))
 }

@@ -34,10 +34,12 @@
 //	  dashboards_dir: dashboards  # user dashboards (YAML/JSON), relative to this file (ui.go)
 //
 // The sections alerting (alerting.go), probes (probes.go), collectors and
-// autodetect (collectors.go) are defined in their own files. The sections
-// slos, reports and remote_write belong to later versions and are refused
-// ("slos: not supported by this version yet") rather than ignored, so
-// nobody trusts a feature that does not run.
+// autodetect (collectors.go), slos and reports (slo.go) are defined in
+// their own files. Whether an SLO's threshold is a bucket bound of its
+// histogram needs the data, so package slo checks it (appliance check
+// calls it). The section remote_write belongs to a later version and is
+// refused ("remote_write: not supported by this version yet") rather than
+// ignored, so nobody trusts a feature that does not run.
 //
 // Scrape configs are Prometheus' own type (promconfig.ScrapeConfig) and get
 // the global defaults exactly as in Prometheus' Config.UnmarshalYAML:

@@ -339,7 +339,7 @@ rule_files: [always.rules.yml]
 	require.Equal(t, scrapes, target.n.Load(), "a scrape after the scraper stopped")
 	require.Equal(t, []string{
 		"web ingest", "scrape", "probes", // input
-		"rules", "notify", "downsample", "web",
+		"rules", "slo reports", "notify", "downsample", "web",
 		"storage",
 	}, stopLines(p.Output()))
 

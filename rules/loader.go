@@ -19,6 +19,9 @@ const (
 	// packPrefix marks an embedded pack among rule file names; the API
 	// shows a pack's groups with the file "pack:vllm".
 	packPrefix = "pack:"
+	// generatedPrefix marks rules another part generated (Config.Generated):
+	// the API shows the SLOs' groups with the file "generated:slo".
+	generatedPrefix = "generated:"
 	// warmupID is the built-in group that records appliance_instance_warming.
 	warmupID = "appliance:warmup"
 )
@@ -48,11 +51,18 @@ func newLoader() *loader {
 }
 
 // stage reads, parses and compiles every source; it changes nothing.
-func (l *loader) stage(ids []string) (*loaded, error) {
+func (l *loader) stage(ids []string) (*loaded, error) { return l.stageWith(ids, nil) }
+
+// stageWith is stage with the generated sources of Config.Generated, by
+// name.
+func (l *loader) stageWith(ids []string, generated map[string][]byte) (*loaded, error) {
 	s := &loaded{groups: map[string]*rulefmt.RuleGroups{}, compiled: map[string][]rulefile.Compiled{}}
 	var errs []error
 	for _, id := range ids {
 		data, err := readSource(id)
+		if name, ok := strings.CutPrefix(id, generatedPrefix); ok {
+			data, err = generated[name], nil
+		}
 		if err != nil {
 			errs = append(errs, err)
 			continue

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/url"
 	"path/filepath"
 	"slices"
@@ -84,6 +85,10 @@ type Config struct {
 	Packs []string
 	// ExternalLabels are added to alerts sent and available in templates.
 	ExternalLabels labels.Labels
+	// Generated are rule files other parts make (the SLOs' recording and
+	// burn-rate rules), by name, evaluated like files after Files and
+	// Packs and checked the same way.
+	Generated map[string][]byte
 }
 
 // Manager evaluates rule files with Prometheus' rules manager. It
@@ -200,7 +205,10 @@ func (m *Manager) Prepare(cfg Config) (*Prepared, error) {
 	if err != nil {
 		return nil, err
 	}
-	staged, err := m.loader.stage(ids)
+	for _, name := range slices.Sorted(maps.Keys(cfg.Generated)) {
+		ids = append(ids, generatedPrefix+name)
+	}
+	staged, err := m.loader.stageWith(ids, cfg.Generated)
 	if err != nil {
 		return nil, err
 	}

@@ -95,3 +95,26 @@ func TestRunStopsWhenContextEnds(t *testing.T) {
 		t.Fatal("Run did not return after its context ended")
 	}
 }
+
+// TestGeneratedRules: rule files other parts generate (the SLOs') are
+// loaded beside the files, shown with the file generated:<name>, and
+// checked like them.
+func TestGeneratedRules(t *testing.T) {
+	m := newTestManager(t)
+	gen := []byte(`groups:
+  - name: slo:chat
+    rules:
+      - record: slo:objective:ratio
+        expr: vector(0.99)
+      - alert: SLOBudgetBurnFast
+        expr: vector(1) > 2
+        labels: {severity: P0}
+`)
+	require.NoError(t, m.Update(Config{Interval: time.Minute, Generated: map[string][]byte{"slo": gen}}))
+	run(t, m)
+	require.Eventually(t, func() bool { return groupNames(m)["generated:slo slo:chat"] }, 10*time.Second, 10*time.Millisecond)
+
+	err := m.Update(Config{Interval: time.Minute, Generated: map[string][]byte{"slo": []byte("groups:\n  - name: slo:chat\n    rules:\n      - alert: X\n        expr: up ==\n")}})
+	require.ErrorContains(t, err, "generated:slo:")
+	require.True(t, groupNames(m)["generated:slo slo:chat"], "the rules in force keep running")
+}

@@ -59,6 +59,9 @@ type Options struct {
 	// endpoints take max_source_resolution and report the tiers that
 	// served them (tiers.go); nil: neither.
 	Tiers TierStatsSource
+	// Reports serves the weekly SLO reports (reports_api.go); nil serves
+	// an empty archive.
+	Reports Reports
 
 	// ConfigYAML returns the running config with secrets redacted.
 	ConfigYAML func() string
@@ -259,6 +262,7 @@ func (s *Server) routes() *echo.Echo {
 
 	s.mountPrometheusAPI(e)
 	s.mountSPA(e)
+	s.mountReports(e)
 	if s.opts.Tiers != nil {
 		e.Any("/api/v1/status/tiers", echo.WrapHandler(tierStatsHandler(s.opts.Tiers)))
 	}

@@ -25,6 +25,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("check", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	cfgFile := fs.String("config", "", "config file to check (required)")
+	apiURL := fs.String("url", "", "also check SLO thresholds against the histograms of a running appliance at this URL")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -37,6 +38,13 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	errs := checkConfig(path)
+	if len(errs) == 0 && *apiURL != "" {
+		// The data's bucket bounds, for histograms no known model
+		// server has.
+		if cfg, err := config.LoadFile(path); err == nil {
+			errs = append(errs, sloBoundErrors(cfg, *apiURL)...)
+		}
+	}
 	for _, err := range errs {
 		fmt.Fprintln(stderr, err)
 	}
@@ -95,6 +103,7 @@ func stageErrors(cfg *config.Config) []error {
 	if _, err := message.ParseTemplates("", t.Text); err != nil {
 		errs = append(errs, cfg.ErrorAt(cfg.KeyLine("alerting", "templates", "text"), err.Error()))
 	}
+	errs = append(errs, sloBoundErrors(cfg, "")...)
 	return errs
 }
 

@@ -8,6 +8,7 @@
 //	appliance check   --config FILE
 //	appliance demo    [--listen ADDR] [--data DIR] [--instances N] [--base-port P]
 //	appliance notify test --receiver NAME [--config FILE]
+//	appliance report  [--week W] [--format html|md|json] [--out FILE] [--config FILE] [--data DIR | --url URL]
 //	appliance version
 //
 // Flags live only here; packages take options structs. VictoriaMetrics'
@@ -30,6 +31,7 @@ Usage:
   appliance check   --config FILE                                  validate a config and its rule files
   appliance demo    [--listen ADDR] [--data DIR] [--instances N]   simulated vLLM fleet plus the appliance
   appliance notify test --receiver NAME [--config FILE]            send a test notification
+  appliance report  [--week 2026-W48] [--format html|md|json]      write the weekly SLO report
   appliance version                                                print the version
 
 Run "appliance COMMAND --help" for a command's flags.
@@ -49,6 +51,8 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		return cmdDemo(args[1:], stdout, stderr)
 	case "notify":
 		return cmdNotify(args[1:], stdout, stderr)
+	case "report":
+		return cmdReport(args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, versionString())
 		return 0

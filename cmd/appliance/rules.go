@@ -52,6 +52,8 @@ func rulesConfig(cfg *config.Config) rules.Config {
 		Files:          cfg.RuleFiles,
 		Packs:          cfg.RulePacks,
 		ExternalLabels: cfg.PrometheusConfig().GlobalConfig.ExternalLabels,
+		// The SLOs' recording and burn-rate rules (slo.go).
+		Generated: sloRuleFiles(cfg),
 	}
 }
 

@@ -11,7 +11,10 @@ package main
 //	query        the PromQL engine over the tiers
 //	downsample   rolls raw data up into the 1m and 5m tiers
 //	notify       routes alerts to receivers through the bbolt outbox
-//	rules        evaluates rule files and packs; alerts go to notify
+//	rules        evaluates rule files and packs, and the SLOs' generated
+//	             rules; alerts go to notify
+//	slo          the weekly SLO reports: on demand, and on schedule
+//	             through notify's outbox
 //	inputs       probes, local readings, auto-detection (see probes.go)
 //	scrape       Prometheus' scrape and discovery managers, with the jobs
 //	             auto-detection finds
@@ -23,7 +26,7 @@ package main
 //	1. /-/ready answers 503 (queries are still answered)
 //	2. input: web ingest (remote write, import), auto-detection, scrape,
 //	   probes, local readings
-//	3. rules
+//	3. rules, then the SLO report scheduler (it hands reports to notify)
 //	4. notify: the delivery in flight and one last dispatch, bounded;
 //	   whatever is not accepted stays in the outbox for the next start
 //	5. downsample
@@ -77,6 +80,7 @@ type appliance struct {
 	downsampler *downsample.Downsampler
 	notifier    *notify.Notifier
 	rules       *rules.Manager
+	slo         *sloReports
 	inputs      *inputs
 	scraper     *scrape.Scraper
 	web         *ui.Server
@@ -171,6 +175,10 @@ func newAppliance(cfg *config.Config, f runFlags, logger *slog.Logger) (_ *appli
 		return nil, err
 	}
 
+	// slo reports, sent through notify
+	if a.slo, err = newSLOReports(cfg, a.db, a.engine, a.notifier, logger.With("component", "slo")); err != nil {
+		return nil, err
+	}
 	// inputs: probes, local readings, auto-detection
 	if a.inputs, err = newInputs(cfg, a.db, logger); err != nil {
 		return nil, err
@@ -209,6 +217,7 @@ func newAppliance(cfg *config.Config, f runFlags, logger *slog.Logger) (_ *appli
 		Engine:           a.engine,
 		Targets:          a.scraper.Manager(),
 		Rules:            a.rules,
+		Reports:          a.slo.reporter,
 		ConfigYAML:       func() string { return a.cfg.Load().String() },
 		PromConfig:       func() promconfig.Config { return *a.cfg.Load().PrometheusConfig() },
 		Reload:           a.reload,
@@ -307,6 +316,9 @@ func (a *appliance) run() error {
 	// reach the notifier, which still runs. Recording rules write to the
 	// storage.
 	a.addPart(&g, "rules", a.rules.Run)
+	// The report scheduler, before notify: a report it hands over is in
+	// the outbox, which notify drains.
+	a.addPart(&g, "slo reports", a.slo.run)
 
 	// 4. Notify, after rules, so it has their last alerts: it lets the
 	// delivery in flight finish and dispatches once more, within
@@ -431,6 +443,7 @@ func (a *appliance) reload() error {
 		return fail(fmt.Errorf("scrape: apply: %w", err))
 	}
 	a.inputs.apply(cfg, probesNext, a.logger)
+	a.slo.apply(cfg)
 	a.engine.SetNoStepSubqueryInterval(time.Duration(cfg.Global.EvaluationInterval))
 	old := a.cfg.Swap(cfg)
 	if changed := restartOnly(old, cfg); len(changed) > 0 {

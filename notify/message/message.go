@@ -17,6 +17,7 @@ const (
 	KindAlerts = "alerts" // the alerts of one aggregation group
 	KindDigest = "digest" // the daily digest
 	KindTest   = "test"   // appliance notify test
+	KindReport = "report" // the weekly SLO report
 )
 
 // Alert is one alert in a message, with the fields of Alertmanager's
