@@ -239,11 +239,13 @@ func dropStale(ts []int64, vs []float64) ([]int64, []float64) {
 	return ts[:j], vs[:j]
 }
 
-// seenAgg is the value of RollupLabel for the series that records, per
-// gauge series, the timestamps of the samples that reached a rollup tier
-// without passing through raw (older than the raw retention): one row per
-// sample, value 0. Merging such samples into a window skips the ones
-// recorded there, so a sender's retry counts once. Readers never select it.
+// seenAgg is the value of RollupLabel for the series that keeps, per gauge
+// series, the samples that reached a rollup tier without passing through
+// raw (older than the raw retention), each at its own timestamp. Merging
+// such samples into a window skips the timestamps kept there, so a
+// sender's retry counts once, and rolling a window up again from raw adds
+// them back, for a window that straddles the raw horizon. Readers never
+// select it.
 const seenAgg = "seen"
 
 // versionReserve is how long before its window's end the first version of
@@ -563,6 +565,23 @@ func (b *rollupBatch) addRaw(base labels.Labels, counter bool, ts []int64, vs []
 	if err != nil {
 		return err
 	}
+	if b.held != nil {
+		// Samples of these windows that came without passing raw.
+		seen, err := b.targetAgg(base, seenAgg)
+		if err != nil {
+			return err
+		}
+		if h := seen.held; h != nil {
+			lo, hi := window(ts[0], b.res)*b.res, windowEnd(ts[len(ts)-1], b.res)
+			i, _ := slices.BinarySearch(h.ts, lo+1)
+			j, _ := slices.BinarySearch(h.ts, hi+1)
+			if i < j {
+				u := &series{ts: append(slices.Clone(ts), h.ts[i:j]...), vs: append(slices.Clone(vs), h.vs[i:j]...)}
+				u.sortAndDedup()
+				ts, vs = u.ts, u.vs
+			}
+		}
+	}
 	rollupGauge(ts, vs, b.res, func(w gaugeWindow) {
 		end := windowEnd(w.last, b.res)
 		if _, hc, ok := tg[aggCount].held.versionIn(window(end, b.res), b.res); ok && w.count < hc {
@@ -624,8 +643,8 @@ func (b *rollupBatch) addOld(base labels.Labels, counter bool, ts []int64, vs []
 		j++
 	}
 	ts, vs = ts[:j], vs[:j]
-	for _, t := range ts {
-		b.add(seen.name, t, 0)
+	for i, t := range ts {
+		b.add(seen.name, t, vs[i])
 	}
 	rollupGauge(ts, vs, b.res, func(w gaugeWindow) {
 		end := windowEnd(w.last, b.res)
