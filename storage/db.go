@@ -204,13 +204,18 @@ func Open(opts Options) (db *DB, err error) {
 		return nil, fmt.Errorf("open storage: %w", err)
 	}
 
+	// Damaged files are refused here, with the file and the fix named,
+	// before VictoriaMetrics or bbolt panic on them (open_check.go).
 	statePath := filepath.Join(opts.Path, "state.db")
-	state, err := bbolt.Open(statePath, 0o600, &bbolt.Options{Timeout: 2 * time.Second})
+	if err := checkStateFile(statePath, opts.Path, opts.StartFresh); err != nil {
+		return nil, fmt.Errorf("open storage: %w", err)
+	}
+	if err := checkTiers(opts.Path); err != nil {
+		return nil, fmt.Errorf("open storage: %w", err)
+	}
+	state, err := openState(statePath)
 	if err != nil {
-		if errors.Is(err, bbolt.ErrTimeout) {
-			return nil, fmt.Errorf("open state file %s: locked by another process; stop the other appliance using %s", statePath, opts.Path)
-		}
-		return nil, fmt.Errorf("open state file %s: %w", statePath, err)
+		return nil, err
 	}
 	defer func() {
 		if err != nil {
