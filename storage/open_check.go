@@ -47,7 +47,7 @@ func checkStateFile(statePath, root string, startFresh bool) error {
 		what = "is empty (0 bytes)"
 	}
 	return fmt.Errorf("%w: state file %s %s, but %s holds series data; the alert state, silences and notification log kept there would start empty. "+
-		"Restore %s from a backup, or start with --storage.start-fresh (storage.start_fresh: true) to accept an empty state",
+		"Restore %s from a backup, or start with --storage.start-fresh to accept an empty state",
 		ErrDamaged, statePath, what, filepath.Join(root, "tsdb"), filepath.Base(statePath))
 }
 
