@@ -333,6 +333,9 @@ func (s *series) at(t int64) (float64, bool) {
 	return s.vs[i], true
 }
 
+// rollupTimeout bounds a rollup's search when its context has no deadline.
+const rollupTimeout = 6 * time.Hour
+
 // unlimitedSeries is the series limit of a rollup's search: none
 // (VictoriaMetrics' own "no limit" value). Pages bound the memory.
 const unlimitedSeries = 2e9
@@ -355,7 +358,15 @@ func (db *DB) scanSeries(ctx context.Context, tier Tier, tfs []*vmstorage.TagFil
 	}()
 	tr := timeRange(mint, maxt)
 	var sr vmstorage.Search
-	sr.Init(nil, db.tiers[tier].vm, tfs, tr, unlimitedSeries, vmDeadline(ctx))
+	// A query's default timeout does not apply: a rollup's search stays
+	// open while its pages are rolled up and written, which for a first
+	// window of millions of series creates millions of rollup series.
+	// ctx still cancels it between blocks.
+	deadline := uint64(time.Now().Add(rollupTimeout).Unix())
+	if _, ok := ctx.Deadline(); ok {
+		deadline = vmDeadline(ctx)
+	}
+	sr.Init(nil, db.tiers[tier].vm, tfs, tr, unlimitedSeries, deadline)
 	defer sr.MustClose()
 	var (
 		page    []*series
