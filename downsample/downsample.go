@@ -17,8 +17,8 @@ import (
 // implements it.
 type Store interface {
 	// Rollup writes the rollups of tier for the windows in [start, end)
-	// from the next finer tier. Writing the same windows again must be
-	// harmless (storage.DB's readers de-duplicate identical rows).
+	// from the next finer tier. Rolling the same windows up again must be
+	// harmless (storage.DB writes only what changed).
 	Rollup(ctx context.Context, tier storage.Tier, start, end time.Time) (storage.RollupStats, error)
 	// SetRolledUpTo tells queries they may read tier up to t.
 	SetRolledUpTo(tier storage.Tier, t time.Time)
