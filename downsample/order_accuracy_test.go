@@ -179,9 +179,22 @@ func TestAccuracyBackfill(t *testing.T) {
 
 	rng := rand.New(rand.NewPCG(11, 5))
 	batches := senderBatches(rng, data, 40_000)
-	// Retries: one batch older than raw, one inside it, one anywhere.
+	// Retries: a batch with gauge samples older than raw (merged straight
+	// into the tiers), one with gauge samples inside raw, one anywhere.
 	n := len(batches)
-	retry := map[int]bool{n / 3: true, n - n/10: true, rng.IntN(n): true}
+	rawLo := now.Add(-opts.RetentionRaw).UnixMilli()
+	withGauge := func(from int, old bool) int {
+		for i := from; i < n; i++ {
+			for _, s := range batches[i] {
+				if s.lset.Get(labels.MetricName) == "vllm:num_requests_waiting" && (s.t < rawLo) == old {
+					return i
+				}
+			}
+		}
+		t.Fatalf("no batch with gauge samples after %d (old %v)", from, old)
+		return 0
+	}
+	retry := map[int]bool{withGauge(n/3, true): true, withGauge(n-n/10, false): true, rng.IntN(n): true}
 	began := time.Now()
 	for i, b := range batches {
 		sendBatch(t, db, b)
