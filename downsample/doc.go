@@ -13,10 +13,13 @@
 //     target) and saves them as dirty spans;
 //  2. rolls every raw 1-minute window that ended Delay ago up into the 1m
 //     tier, in calls of at most Span1m (halved, down to one window, while
-//     a call would load more than the storage's MaxSamplesPerQuery), and
-//     moves the 1m watermark;
-//  3. rolls the dirty 1m windows up again and marks the 5m windows over
-//     them dirty;
+//     a page of a call would load more than the storage's
+//     MaxSamplesPerQuery), and moves the 1m watermark. Each call pages
+//     through the window's series (storage.Options.RollupPageSize), so no
+//     series count stops it;
+//  3. rolls the dirty 1m windows below the watermark it started from up
+//     again (the storage writes only what changed) and marks the 5m
+//     windows over them dirty;
 //  4. does the same from 1m into 5m, up to the 1m watermark;
 //  5. saves the watermarks and dirty lists that are durable.
 //
@@ -28,13 +31,17 @@
 // Self-metrics: appliance_downsample_lag_seconds{tier} (now minus the
 // watermark), appliance_downsample_rollup_duration_seconds{tier} (one
 // Rollup call), appliance_downsample_rows_written_total{tier} and
-// appliance_downsample_errors_total{tier}.
+// appliance_downsample_errors_total{tier}. The rule pack "appliance"
+// (group appliance-downsample) raises DownsamplingBehind (P1) when the lag
+// exceeds five windows (300s on 1m, 1500s on 5m) for 2 minutes.
+//
+// Scale: TestManySeriesInOneMinute rolls up more series in one minute than
+// the query cap allows (DOWNSAMPLE_SERIES=1500000 for 1.5 million).
 //
 // # Restarts
 //
-// Rollup rows are a function of the source data of their window, so
-// rolling a window up twice writes identical rows, which readers
-// de-duplicate: re-running a window is idempotent. Progress is therefore
+// Rolling a window up again writes only what changed in it (nothing,
+// when nothing did): re-running a window is idempotent. Progress is therefore
 // saved late, never early: a watermark is written to bbolt only
 // DurableAfter (30s) after the rows below it were written, because
 // VictoriaMetrics keeps fresh rows in memory for a few seconds and kill -9
@@ -49,8 +56,9 @@
 // rollup made without them. The raw data is unaffected, and a later late
 // sample in the same window repairs it.
 //
-// A window whose late samples arrive after Delay is rolled up twice; the
-// readers keep the newer version per window (see storage's doc).
+// A window whose late samples arrive after Delay gets a new version of
+// the aggregates they change; the readers keep the newer version per
+// window (see storage's doc, "Versions").
 //
 // Data older than the raw retention never passes through here: the
 // storage rolls it up at Commit.

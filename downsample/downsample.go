@@ -17,8 +17,8 @@ import (
 // implements it.
 type Store interface {
 	// Rollup writes the rollups of tier for the windows in [start, end)
-	// from the next finer tier. Writing the same windows again must be
-	// harmless (storage.DB's readers de-duplicate identical rows).
+	// from the next finer tier. Rolling the same windows up again must be
+	// harmless (storage.DB writes only what changed).
 	Rollup(ctx context.Context, tier storage.Tier, start, end time.Time) (storage.RollupStats, error)
 	// SetRolledUpTo tells queries they may read tier up to t.
 	SetRolledUpTo(tier storage.Tier, t time.Time)
@@ -257,11 +257,12 @@ func (d *Downsampler) Step(ctx context.Context) error {
 	d.store.Flush()
 	var errs error
 	for _, t := range rollupTiers {
+		before := d.wm[t]
 		if err := d.advance(ctx, t); err != nil {
 			errs = err
 			break
 		}
-		if err := d.redoDirty(ctx, t); err != nil {
+		if err := d.redoDirty(ctx, t, before); err != nil {
 			errs = err
 			break
 		}
@@ -362,9 +363,14 @@ func (d *Downsampler) advance(ctx context.Context, t storage.Tier) error {
 	return nil
 }
 
-// redoDirty rolls up again the windows below the watermark that received
-// late samples, and marks the 5m windows above them dirty.
-func (d *Downsampler) redoDirty(ctx context.Context, t storage.Tier) error {
+// redoDirty rolls up again the windows below upTo (the watermark before
+// this pass's advance) that received late samples, and marks the 5m
+// windows above them dirty. The windows above upTo were rolled up by
+// advance after every reported commit was searchable, so they hold the
+// late samples already (a late commit's span may reach past the old
+// watermark); rolling them up again in the same pass, before a flush,
+// would not find the rows advance wrote and write them a second time.
+func (d *Downsampler) redoDirty(ctx context.Context, t storage.Tier, upTo int64) error {
 	res := t.Resolution().Milliseconds()
 	spanMs := max(d.span(t), res)
 	spans := d.dirty[t]
@@ -373,7 +379,7 @@ func (d *Downsampler) redoDirty(ctx context.Context, t storage.Tier) error {
 		// s holds sample times [s.start, s.end); a sample at t is in
 		// window (floor(t-1), ceil(t)]. Samples after the watermark are
 		// rolled up by advance.
-		start, end := floor(s.start-1, res), min(ceil(s.end-1, res), d.wm[t])
+		start, end := floor(s.start-1, res), min(ceil(s.end-1, res), upTo)
 		if start >= end {
 			continue
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -221,56 +220,6 @@ func (a *appender) Commit() (err error) {
 // rolled up at Commit straight into the tiers that keep their time.
 func (db *DB) oldestAccepted() time.Duration {
 	return max(db.opts.RetentionRaw, db.opts.Retention1m, db.opts.Retention5m)
-}
-
-// rollupOld rolls up rows older than the raw retention, which
-// VictoriaMetrics would drop from raw, directly into the 1m and 5m tiers.
-// Each Commit is rolled up on its own: a window whose samples arrive in
-// two commits keeps, for gauges, the aggregates of the later commit only
-// (counters stay right). Import old data in commits that hold whole
-// 5-minute windows (the text importer's batches do for time-ordered input).
-func (db *DB) rollupOld(rows []vmstorage.MetricRow) error {
-	type oldSeries struct {
-		ts []int64
-		vs []float64
-	}
-	byName := make(map[string]*oldSeries)
-	var order []string
-	for _, r := range rows {
-		s := byName[string(r.MetricNameRaw)]
-		if s == nil {
-			s = &oldSeries{}
-			byName[string(r.MetricNameRaw)] = s
-			order = append(order, string(r.MetricNameRaw))
-		}
-		s.ts = append(s.ts, r.Timestamp)
-		s.vs = append(s.vs, r.Value)
-	}
-	batches := [NumTiers]*rollupBatch{Tier1m: db.newRollupBatch(Tier1m), Tier5m: db.newRollupBatch(Tier5m)}
-	var mn vmstorage.MetricName
-	var lb labels.ScratchBuilder
-	for _, name := range order {
-		s := byName[name]
-		if err := mn.UnmarshalRaw([]byte(name)); err != nil {
-			return fmt.Errorf("roll up old samples: %w", err)
-		}
-		lset := metricNameToLabels(&lb, &mn)
-		sr := &series{ts: s.ts, vs: s.vs}
-		sr.sortAndDedup()
-		counter := db.isCounter(lset.Get(labels.MetricName))
-		for _, b := range batches[Tier1m:] {
-			// addRaw drops stale markers in place; each tier gets a copy.
-			if err := b.addRaw(lset, counter, slices.Clone(sr.ts), slices.Clone(sr.vs)); err != nil {
-				return fmt.Errorf("roll up old samples of %s: %w", lset, err)
-			}
-		}
-	}
-	for _, b := range batches[Tier1m:] {
-		if err := b.write(); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // addRows hands rows to VictoriaMetrics, at most GOMAXPROCS calls at a time,

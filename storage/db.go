@@ -52,6 +52,8 @@ const (
 	// defaultMaxSamplesPerQuery bounds the samples one Select loads into
 	// memory (16 bytes each: 50M is 800 MB).
 	defaultMaxSamplesPerQuery = 50_000_000
+	// defaultRollupPageSize is Options.RollupPageSize's default.
+	defaultRollupPageSize = 10_000
 	// defaultQueryTimeout applies when the context of a query has no deadline.
 	defaultQueryTimeout = 5 * time.Minute
 )
@@ -85,6 +87,15 @@ type Options struct {
 	MaxSeriesPerQuery int
 	// MaxSamplesPerQuery bounds the samples one Select may load (0 = 5e7).
 	MaxSamplesPerQuery int
+	// RollupPageSize is how many source series Rollup holds at a time
+	// (0 = 10,000). Rollups have no series cap: they page through every
+	// series of their windows.
+	RollupPageSize int
+	// StartFresh lets Open start with an empty state file (state.db
+	// missing or zero bytes) next to existing series data; without it
+	// Open refuses, since alerts' state, silences and the notification
+	// log would be gone unnoticed (see CheckStateFile).
+	StartFresh bool
 }
 
 // DefaultOptions returns the options the appliance runs with; set Path.
@@ -96,6 +107,7 @@ func DefaultOptions() Options {
 		Now:                time.Now,
 		MaxSeriesPerQuery:  defaultMaxSeriesPerQuery,
 		MaxSamplesPerQuery: defaultMaxSamplesPerQuery,
+		RollupPageSize:     defaultRollupPageSize,
 	}
 }
 
@@ -125,6 +137,10 @@ type DB struct {
 	// (which would crash the process rather than return an error).
 	closeMu sync.RWMutex
 	closed  bool
+
+	// rollupMu serializes the read-modify-write merges of samples older
+	// than the raw retention into the rollup tiers (rollupOld).
+	rollupMu sync.Mutex
 
 	// addRowsSem bounds concurrent AddRows calls to the number of CPUs, as
 	// VictoriaMetrics asks.
@@ -169,6 +185,9 @@ func Open(opts Options) (db *DB, err error) {
 	if opts.MaxSamplesPerQuery <= 0 {
 		opts.MaxSamplesPerQuery = def.MaxSamplesPerQuery
 	}
+	if opts.RollupPageSize <= 0 {
+		opts.RollupPageSize = def.RollupPageSize
+	}
 	if opts.MemoryBudget < 0 {
 		return nil, fmt.Errorf("open storage: negative memory budget %d", opts.MemoryBudget)
 	}
@@ -185,13 +204,18 @@ func Open(opts Options) (db *DB, err error) {
 		return nil, fmt.Errorf("open storage: %w", err)
 	}
 
+	// Damaged files are refused here, with the file and the fix named,
+	// before VictoriaMetrics or bbolt panic on them (open_check.go).
 	statePath := filepath.Join(opts.Path, "state.db")
-	state, err := bbolt.Open(statePath, 0o600, &bbolt.Options{Timeout: 2 * time.Second})
+	if err := checkStateFile(statePath, opts.Path, opts.StartFresh); err != nil {
+		return nil, fmt.Errorf("open storage: %w", err)
+	}
+	if err := checkTiers(opts.Path); err != nil {
+		return nil, fmt.Errorf("open storage: %w", err)
+	}
+	state, err := openState(statePath)
 	if err != nil {
-		if errors.Is(err, bbolt.ErrTimeout) {
-			return nil, fmt.Errorf("open state file %s: locked by another process; stop the other appliance using %s", statePath, opts.Path)
-		}
-		return nil, fmt.Errorf("open state file %s: %w", statePath, err)
+		return nil, err
 	}
 	defer func() {
 		if err != nil {

@@ -34,8 +34,9 @@
 // of the next coarser one: raw into 1m, 1m into 5m.
 //
 // Representation. A rollup row carries the timestamp of the last sample of
-// its window (as Thanos does), and the series' own labels plus a reserved
-// label __rollup__ (RollupLabel) naming the aggregate:
+// its window (as Thanos does; for gauges at most 1/60 of the window before
+// its end, see Versions), and the series' own labels plus a reserved label
+// __rollup__ (RollupLabel) naming the aggregate:
 //
 //	counter  counters, and the _bucket/_sum/_count series of histograms and
 //	         summaries: the last sample of each window and every sample
@@ -53,6 +54,8 @@
 //	         "largest wins" duplicate rule keeps the smallest)
 //	sum      gauges: the sum of the window's samples
 //	count    gauges: the number of samples
+//	seen     gauges: the samples that came older than the raw retention,
+//	         each at its own time (see Merging); never read by queries
 //
 // A series is a counter when its family's stored metadata says counter,
 // histogram or summary (for the suffixed series); without metadata a
@@ -63,13 +66,47 @@
 // index: their series are long-lived), and CompactQuietMonths merges a
 // finished month of a rollup tier into one part once nothing writes to it.
 //
-// Rollup rows are a function of the source data of their window, so
-// rolling a window up twice writes identical rows, which the readers'
-// duplicate rule collapses. A window rolled up again after late samples
-// arrived gets a second version; readers keep, per window, the version
-// with the latest timestamp, and on equal timestamps the largest value,
-// which is the newer version for max, negmin and count, and for sum when
-// the late samples are not negative.
+// Versions. A gauge window that gets samples after it was rolled up gets a
+// new version of the aggregates that changed, and readers keep, per
+// window, the version with the latest timestamp. A window's first version
+// is written at most versionReserve (1/60 of the window: 1s in 1m, 5s in
+// 5m) before the window's end, and each later one 1ms after the one it
+// replaces, so the newest version always wins, whatever the values (sums
+// of negative samples included); only a window rewritten more than 1,000
+// times falls back to the duplicate rule (largest wins), which is still
+// right for max, negmin and count. Counter points are samples at their own
+// timestamps: a window that gets later samples gets its new last point,
+// the earlier one stays (a true sample too).
+//
+// Merging: every rollup merges with what the tier already holds, so the
+// answer does not depend on the order or grouping of the samples, and no
+// sample counts twice:
+//
+//   - Within raw retention, Rollup recomputes the windows from raw, which
+//     holds every sample once (a sender's retry writes the same samples
+//     again, which raw's duplicate rule collapses), reads what the tier
+//     holds for those windows, and writes only what differs: rolling a
+//     window up again writes nothing, a late sample writes one new
+//     version. Where the tier counts more samples than raw still has (raw
+//     retention passed part of the window), the tier's version stays.
+//   - Older than raw retention, Commit merges the samples straight into
+//     the 1m and 5m tiers (rollupOld): it reads the windows' current
+//     versions and seen samples, skips the samples whose timestamps are
+//     seen already (a retry), adds the others to the aggregates as new
+//     versions and records them as seen. Such merges are serialized and
+//     flushed, so the next one finds them. A window that straddles the raw
+//     horizon adds its seen samples back when it is recomputed from raw.
+//
+// In steady state this is one row per window per aggregate; a sample
+// older than raw adds one seen row. Measured with downsample's accuracy
+// tests (30 s scrapes): 0.73 1m-tier rows per raw sample for a 30-day
+// backfill in random batches with retries, and for a live day sent the
+// same way (in order, without late data: 0.66); before merging, the live
+// day wrote 1.63.
+//
+// Paging. Rollup reads its source Options.RollupPageSize series at a
+// time, with no series cap (queries have MaxSeriesPerQuery), so a window
+// with any number of series is rolled up in bounded memory.
 //
 // Reading. DB.Querier stitches the tiers; DB.Raw is raw alone, for alert
 // and recording rules. For each Select the querier splits the time range:
@@ -181,11 +218,10 @@
 // those and goes on) and counted as reason="out_of_bounds". VictoriaMetrics
 // itself would drop such rows silently, with a rate-limited log line. A
 // sample older than the raw retention but within a rollup tier's cannot
-// pass through raw (VictoriaMetrics would drop it): Commit rolls such rows
-// up at once into the 1m and 5m tiers that keep their time. Each Commit is
-// rolled up on its own, so a gauge window whose samples arrive in two
-// commits keeps the aggregates of the later one (counters stay right);
-// import old data in time order, in batches of whole 5-minute windows.
+// pass through raw (VictoriaMetrics would drop it): Commit merges such rows
+// at once into the 1m and 5m tiers that keep their time (see Merging). A
+// sample sent again after raw retention passed the first copy (more than
+// RetentionRaw later) counts again in its gauge window's sum and count.
 //
 // Late samples. A Commit with samples at or before the 1m watermark calls
 // the OnLateCommit hooks, so the downsampler rolls those windows up again.
@@ -200,6 +236,23 @@
 //
 // Regexps in matchers are anchored as in Prometheus, but `.` does not match a
 // newline inside a label value (Prometheus compiles with (?s)).
+//
+// Damaged files. Open checks, before VictoriaMetrics or bbolt read them
+// (both panic on damaged files, VictoriaMetrics in goroutines of its own):
+// state.db opens and every bucket, key and value in it reads (a fault on a
+// page past the end of a truncated file included); and, in every tier,
+// each partition's parts.json parses and names part directories that
+// exist, and each part's metadata.json parses and its metaindex.bin and
+// index.bin decode and fit the sizes of its data files (timestamps.bin and
+// values.bin, or items.bin and lens.bin of the series index). A damaged
+// file is an ErrDamaged error naming it and the fix: move the part out of
+// the data directory and take its name off parts.json (its rows are lost;
+// everything else is served), remove a garbled parts.json
+// (VictoriaMetrics then lists the part directories), or move state.db
+// aside. A missing or empty state.db next to existing series data is
+// refused too (bbolt would start an empty one, and the alert state,
+// silences and notification log with it) unless Options.StartFresh (the
+// --storage.start-fresh flag) says to start with an empty state.
 //
 // Deleting. Delete removes whole series only, from every tier; a time range
 // that does not cover all the data kept returns ErrNotSupported. Snapshot is

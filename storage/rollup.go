@@ -4,7 +4,11 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"regexp"
+	"slices"
+	"sort"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/VictoriaMetrics/VictoriaMetrics/lib/decimal"
@@ -235,12 +239,220 @@ func dropStale(ts []int64, vs []float64) ([]int64, []float64) {
 	return ts[:j], vs[:j]
 }
 
+// seenAgg is the value of RollupLabel for the series that keeps, per gauge
+// series, the samples that reached a rollup tier without passing through
+// raw (older than the raw retention), each at its own timestamp. Merging
+// such samples into a window skips the timestamps kept there, so a
+// sender's retry counts once, and rolling a window up again from raw adds
+// them back, for a window that straddles the raw horizon. Readers never
+// select it.
+const seenAgg = "seen"
+
+// versionReserve is how long before its window's end the first version of
+// a gauge window is written at the latest: the room for later versions,
+// each one millisecond after the one it replaces, so that a newer version
+// always has a later timestamp (readers keep the latest one per window;
+// see dedupWindows).
+func versionReserve(res int64) int64 { return res / 60 }
+
+// versionTime is the timestamp of a new version of a gauge window that
+// ends at end and whose last sample is at last: that sample's time, at
+// most versionReserve before the end, and later than prev, the current
+// version's, when there is one (hasPrev). After versionReserve versions of
+// one window the timestamp stays at the end and the readers' "largest
+// wins" rule decides, which is right for max, negmin and count.
+func versionTime(last, end, res, prev int64, hasPrev bool) int64 {
+	t := min(last, end-versionReserve(res))
+	if hasPrev && t <= prev {
+		t = min(prev+1, end)
+	}
+	return t
+}
+
 // RollupStats describe one Rollup call.
 type RollupStats struct {
 	// Series is the number of source series read.
 	Series int
 	// Rows is the number of rollup rows written.
 	Rows int
+}
+
+// held is what a rollup tier already holds for the windows being rolled
+// up, by the labels of the tier's series (RollupLabel included, as
+// labels.Labels.Bytes): gauge aggregates as their newest version per
+// window (dedupWindows), counter and seen series as all their points.
+type held map[string]*series
+
+// loadHeld reads held rows of tier in [mint, maxt]. The caller holds the
+// read lock.
+func (db *DB) loadHeld(ctx context.Context, tier Tier, tfs []*vmstorage.TagFilters, mint, maxt int64) (held, error) {
+	h := make(held)
+	res := tier.Resolution().Milliseconds()
+	var buf []byte
+	_, err := db.scanSeries(ctx, tier, tfs, mint, maxt, db.opts.RollupPageSize, func(page []*series) error {
+		for _, s := range page {
+			a := s.lset.Get(RollupLabel)
+			if g, ok := parseAgg(a); ok && g != aggCounter {
+				s.ts, s.vs = dedupWindows(s.ts, s.vs, res)
+			} else if !ok && a != seenAgg {
+				continue
+			}
+			buf = s.lset.Bytes(buf)
+			h[string(buf)] = s
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read what tier %s holds: %w", tier, err)
+	}
+	return h, nil
+}
+
+// versionIn returns the point of s in window w of res (one per window
+// after dedupWindows).
+func (s *series) versionIn(w, res int64) (t int64, v float64, ok bool) {
+	if s == nil {
+		return 0, 0, false
+	}
+	i := sort.Search(len(s.ts), func(i int) bool { return window(s.ts[i], res) >= w })
+	if i < len(s.ts) && window(s.ts[i], res) == w {
+		return s.ts[i], s.vs[i], true
+	}
+	return 0, 0, false
+}
+
+// at returns the value of s at t.
+func (s *series) at(t int64) (float64, bool) {
+	if s == nil {
+		return 0, false
+	}
+	i, ok := slices.BinarySearch(s.ts, t)
+	if !ok {
+		return 0, false
+	}
+	return s.vs[i], true
+}
+
+// rollupTimeout bounds a rollup's search when its context has no deadline.
+const rollupTimeout = 6 * time.Hour
+
+// unlimitedSeries is the series limit of a rollup's search: none
+// (VictoriaMetrics' own "no limit" value). Pages bound the memory.
+const unlimitedSeries = 2e9
+
+// scanSeries reads the series of tier that match tfs in [mint, maxt] and
+// hands them to fn pageSize series at a time, each sorted and
+// de-duplicated, with its labels. Unlike readSeries it has no series cap:
+// VictoriaMetrics' search holds the IDs of the matching series (a few
+// dozen bytes each) and this holds one page of samples, so any number of
+// series is read in bounded memory; a page over MaxSamplesPerQuery samples
+// is ErrQueryTooLarge. A series' blocks arrive together (VictoriaMetrics
+// orders them by series ID), so no series is split across pages. The
+// caller holds the read lock; fn may keep the series it gets.
+func (db *DB) scanSeries(ctx context.Context, tier Tier, tfs []*vmstorage.TagFilters, mint, maxt int64, pageSize int, fn func([]*series) error) (n int, err error) {
+	// Reading a block panics on a disk error.
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("read %s tier: %v", tier, r)
+		}
+	}()
+	tr := timeRange(mint, maxt)
+	var sr vmstorage.Search
+	// A query's default timeout does not apply: a rollup's search stays
+	// open while its pages are rolled up and written, which for a first
+	// window of millions of series creates millions of rollup series.
+	// ctx still cancels it between blocks.
+	deadline := uint64(time.Now().Add(rollupTimeout).Unix())
+	if _, ok := ctx.Deadline(); ok {
+		deadline = vmDeadline(ctx)
+	}
+	sr.Init(nil, db.tiers[tier].vm, tfs, tr, unlimitedSeries, deadline)
+	defer sr.MustClose()
+	var (
+		page    []*series
+		byName  = make(map[string]*series)
+		last    *series
+		batch   decodeBatch
+		samples atomic.Int64
+		blocks  int
+	)
+	defer batch.release()
+	decode := func() error {
+		if err := batch.decode(ctx, tr, &samples); err != nil {
+			return fmt.Errorf("read %s tier: %w", tier, err)
+		}
+		if samples.Load() > int64(db.opts.MaxSamplesPerQuery) {
+			return errTooManySamples(db.opts.MaxSamplesPerQuery)
+		}
+		return nil
+	}
+	var mn vmstorage.MetricName
+	var lb labels.ScratchBuilder
+	emit := func() error {
+		if err := decode(); err != nil {
+			return err
+		}
+		_ = parallel(ctx, len(page), func(i int) error { page[i].sortAndDedup(); return nil })
+		out := page[:0]
+		for _, s := range page {
+			if len(s.ts) == 0 {
+				continue // only blocks outside the range
+			}
+			if err := mn.UnmarshalString(s.name); err != nil {
+				return fmt.Errorf("read %s tier: corrupt metric name: %w", tier, err)
+			}
+			s.lset = metricNameToLabels(&lb, &mn)
+			s.name = ""
+			out = append(out, s)
+		}
+		n += len(out)
+		if err := fn(out); err != nil {
+			return err
+		}
+		page, last = nil, nil
+		clear(byName)
+		samples.Store(0)
+		return ctx.Err()
+	}
+	for sr.NextMetricBlock() {
+		if blocks++; blocks%256 == 0 {
+			if err := ctx.Err(); err != nil {
+				return n, err
+			}
+		}
+		mbr := &sr.MetricBlockRef
+		s := last
+		if s == nil || s.name != string(mbr.MetricName) {
+			if s = byName[string(mbr.MetricName)]; s == nil {
+				if len(page) >= pageSize {
+					if err := emit(); err != nil {
+						return n, err
+					}
+				}
+				s = &series{name: string(mbr.MetricName)}
+				byName[s.name] = s
+				page = append(page, s)
+			}
+			last = s
+		}
+		blk := getBlock()
+		mbr.BlockRef.MustReadBlock(blk)
+		batch.add(s, blk)
+		if batch.blocks >= decodeBatchBlocks {
+			if err := decode(); err != nil {
+				return n, err
+			}
+		}
+	}
+	if err := sr.Error(); err != nil {
+		return n, searchError("read series", err)
+	}
+	if len(page) > 0 {
+		if err := emit(); err != nil {
+			return n, err
+		}
+	}
+	return n, nil
 }
 
 // rollupBatch collects rows for one tier.
@@ -252,6 +464,10 @@ type rollupBatch struct {
 	rows []vmstorage.MetricRow
 	minT int64
 	maxT int64
+	// held is what the tier holds already; nil when the windows are new
+	// to it.
+	held held
+	key  []byte
 }
 
 func (db *DB) newRollupBatch(tier Tier) *rollupBatch {
@@ -262,12 +478,32 @@ func (db *DB) newRollupBatch(tier Tier) *rollupBatch {
 	}
 }
 
-// name marshals base plus RollupLabel=agg; each name is its own allocation
-// because rows keep a reference until AddRows returns.
-func (b *rollupBatch) name(base labels.Labels, agg rollupAgg) ([]byte, error) {
+// target is one series of the tier: its VM name (each its own allocation,
+// because rows keep a reference until AddRows returns) and what the tier
+// holds of it.
+type target struct {
+	name []byte
+	held *series
+}
+
+func (b *rollupBatch) target(lset labels.Labels) (target, error) {
+	name, err := marshalRawName(nil, lset)
+	if err != nil {
+		return target{}, err
+	}
+	tg := target{name: name}
+	if b.held != nil {
+		b.key = lset.Bytes(b.key)
+		tg.held = b.held[string(b.key)]
+	}
+	return tg, nil
+}
+
+// targetAgg is target for base plus RollupLabel=agg.
+func (b *rollupBatch) targetAgg(base labels.Labels, agg string) (target, error) {
 	lb := labels.NewBuilder(base)
-	lb.Set(RollupLabel, agg.String())
-	return marshalRawName(nil, lb.Labels())
+	lb.Set(RollupLabel, agg)
+	return b.target(lb.Labels())
 }
 
 func (b *rollupBatch) add(name []byte, t int64, v float64) {
@@ -278,34 +514,168 @@ func (b *rollupBatch) add(name []byte, t int64, v float64) {
 	b.minT, b.maxT = min(b.minT, t), max(b.maxT, t)
 }
 
+// addPoint writes a counter point unless the tier holds it already.
+func (b *rollupBatch) addPoint(tg target, t int64, v float64) {
+	if hv, ok := tg.held.at(t); ok && hv == v {
+		return
+	}
+	b.add(tg.name, t, v)
+}
+
+// addVersion writes value v of aggregate agg for the window ending at end
+// whose last sample is at last, as a new version when it differs from the
+// one the tier holds. max, negmin and count only grow as samples are
+// added, so a smaller value than the held one means the source lost
+// samples the tier still counts (raw retention passed part of the window)
+// and the held version stays.
+func (b *rollupBatch) addVersion(tg target, agg rollupAgg, last, end int64, v float64) {
+	pt, pv, ok := tg.held.versionIn(window(end, b.res), b.res)
+	if ok {
+		switch agg {
+		case aggMax, aggNegMin, aggCount:
+			if v <= pv {
+				return
+			}
+		default:
+			if v == pv {
+				return
+			}
+		}
+	}
+	b.add(tg.name, versionTime(last, end, b.res, pt, ok), v)
+}
+
+var gaugeAggs = [...]rollupAgg{aggMax, aggNegMin, aggSum, aggCount}
+
+// gaugeTargets returns the targets of base's gauge aggregates.
+func (b *rollupBatch) gaugeTargets(base labels.Labels) (tg [numAggs]target, err error) {
+	for _, a := range gaugeAggs {
+		if tg[a], err = b.targetAgg(base, a.String()); err != nil {
+			return tg, err
+		}
+	}
+	return tg, nil
+}
+
 // addRaw rolls one raw series (sorted, one sample per timestamp) up into
-// the batch's windows.
+// the batch's windows, as new versions where the tier holds others.
 func (b *rollupBatch) addRaw(base labels.Labels, counter bool, ts []int64, vs []float64) error {
 	ts, vs = dropStale(ts, vs)
 	if len(ts) == 0 {
 		return nil
 	}
 	if counter {
-		name, err := b.name(base, aggCounter)
+		tg, err := b.targetAgg(base, aggCounter.String())
 		if err != nil {
 			return err
 		}
-		rollupCounter(ts, vs, b.res, func(t int64, v float64) { b.add(name, t, v) })
+		rollupCounter(ts, vs, b.res, func(t int64, v float64) { b.addPoint(tg, t, v) })
 		return nil
 	}
-	var names [numAggs][]byte
-	for _, a := range []rollupAgg{aggMax, aggNegMin, aggSum, aggCount} {
-		n, err := b.name(base, a)
+	tg, err := b.gaugeTargets(base)
+	if err != nil {
+		return err
+	}
+	if b.held != nil {
+		// Samples of these windows that came without passing raw.
+		seen, err := b.targetAgg(base, seenAgg)
 		if err != nil {
 			return err
 		}
-		names[a] = n
+		if h := seen.held; h != nil {
+			lo, hi := window(ts[0], b.res)*b.res, windowEnd(ts[len(ts)-1], b.res)
+			i, _ := slices.BinarySearch(h.ts, lo+1)
+			j, _ := slices.BinarySearch(h.ts, hi+1)
+			if i < j {
+				u := &series{ts: append(slices.Clone(ts), h.ts[i:j]...), vs: append(slices.Clone(vs), h.vs[i:j]...)}
+				u.sortAndDedup()
+				ts, vs = u.ts, u.vs
+			}
+		}
 	}
 	rollupGauge(ts, vs, b.res, func(w gaugeWindow) {
-		b.add(names[aggMax], w.last, w.max)
-		b.add(names[aggNegMin], w.last, -w.min)
-		b.add(names[aggSum], w.last, w.sum)
-		b.add(names[aggCount], w.last, w.count)
+		end := windowEnd(w.last, b.res)
+		if _, hc, ok := tg[aggCount].held.versionIn(window(end, b.res), b.res); ok && w.count < hc {
+			return // the tier counts samples raw no longer has
+		}
+		vals := [numAggs]float64{aggMax: w.max, aggNegMin: -w.min, aggSum: w.sum, aggCount: w.count}
+		for _, a := range gaugeAggs {
+			b.addVersion(tg[a], a, w.last, end, vals[a])
+		}
+	})
+	return nil
+}
+
+// addOld merges samples of one raw series that are older than the raw
+// retention (sorted, one per timestamp) into what the tier holds for
+// their windows. Gauge samples whose timestamps the tier has seen are
+// skipped (the seen series); the others are added to the held aggregates
+// and recorded as seen. Counter rows are samples at their own timestamps,
+// so counters are rolled up again over the held points and the new
+// samples together, and only the points the tier lacks are written.
+func (b *rollupBatch) addOld(base labels.Labels, counter bool, ts []int64, vs []float64) error {
+	ts, vs = dropStale(ts, vs)
+	if len(ts) == 0 {
+		return nil
+	}
+	if counter {
+		tg, err := b.targetAgg(base, aggCounter.String())
+		if err != nil {
+			return err
+		}
+		uts, uvs := ts, vs
+		if h := tg.held; h != nil && len(h.ts) > 0 {
+			u := &series{ts: append(slices.Clone(h.ts), ts...), vs: append(slices.Clone(h.vs), vs...)}
+			u.sortAndDedup()
+			uts, uvs = u.ts, u.vs
+		}
+		lo, hi := window(ts[0], b.res), window(ts[len(ts)-1], b.res)
+		rollupCounter(uts, uvs, b.res, func(t int64, v float64) {
+			if w := window(t, b.res); w >= lo && w <= hi {
+				b.addPoint(tg, t, v)
+			}
+		})
+		return nil
+	}
+	tg, err := b.gaugeTargets(base)
+	if err != nil {
+		return err
+	}
+	seen, err := b.targetAgg(base, seenAgg)
+	if err != nil {
+		return err
+	}
+	j := 0
+	for i, t := range ts {
+		if _, ok := seen.held.at(t); ok {
+			continue // counted already: a retry
+		}
+		ts[j], vs[j] = t, vs[i]
+		j++
+	}
+	ts, vs = ts[:j], vs[:j]
+	for i, t := range ts {
+		b.add(seen.name, t, vs[i])
+	}
+	rollupGauge(ts, vs, b.res, func(w gaugeWindow) {
+		end := windowEnd(w.last, b.res)
+		win := window(end, b.res)
+		vals := [numAggs]float64{aggMax: w.max, aggNegMin: -w.min, aggSum: w.sum, aggCount: w.count}
+		for _, a := range gaugeAggs {
+			pt, pv, ok := tg[a].held.versionIn(win, b.res)
+			v := vals[a]
+			if ok {
+				switch a {
+				case aggMax, aggNegMin:
+					if v <= pv {
+						continue
+					}
+				default:
+					v += pv
+				}
+			}
+			b.add(tg[a].name, versionTime(w.last, end, b.res, pt, ok), v)
+		}
 	})
 	return nil
 }
@@ -315,22 +685,24 @@ func (b *rollupBatch) addRaw(base labels.Labels, counter bool, ts []int64, vs []
 func (b *rollupBatch) addTier(lset labels.Labels, srcRes int64, ts []int64, vs []float64) error {
 	agg, ok := parseAgg(lset.Get(RollupLabel))
 	if !ok {
-		return nil // not written by this package
+		return nil // not an aggregate (seen), or not written by this package
 	}
-	name, err := marshalRawName(nil, lset)
+	tg, err := b.target(lset)
 	if err != nil {
 		return err
 	}
 	if agg == aggCounter {
-		rollupCounter(ts, vs, b.res, func(t int64, v float64) { b.add(name, t, v) })
+		rollupCounter(ts, vs, b.res, func(t int64, v float64) { b.addPoint(tg, t, v) })
 		return nil
 	}
 	ts, vs = dedupWindows(ts, vs, srcRes)
-	rollupAggregate(agg, ts, vs, b.res, func(t int64, v float64) { b.add(name, t, v) })
+	rollupAggregate(agg, ts, vs, b.res, func(t int64, v float64) {
+		b.addVersion(tg, agg, t, windowEnd(t, b.res), v)
+	})
 	return nil
 }
 
-// write hands the batch to the tier's VictoriaMetrics.
+// write hands the batch to the tier's VictoriaMetrics and empties it.
 func (b *rollupBatch) write() error {
 	if len(b.rows) == 0 {
 		return nil
@@ -352,6 +724,8 @@ func (b *rollupBatch) write() error {
 	}
 	ts.noteTimeRange(b.minT, b.maxT)
 	ts.touchMonths(b.minT, b.maxT)
+	b.rows = b.rows[:0]
+	b.minT, b.maxT = math.MaxInt64, math.MinInt64
 	return nil
 }
 
@@ -360,12 +734,18 @@ var allSeries = []*labels.Matcher{labels.MustNewMatcher(labels.MatchNotEqual, la
 
 // Rollup writes the rollups of tier (1m or 5m) for the windows in
 // (start, end] from the next finer tier (raw for 1m, 1m for 5m). start and
-// end must be multiples of the tier's resolution. The rows written are a
-// function of the source data only, so running Rollup again over the same
-// windows writes the same rows again, which the readers de-duplicate: a
-// crash between writing rows and saving a watermark costs nothing but the
-// repeated work. After late data, a window rolled up again has a newer
-// version the readers prefer (see dedupWindows).
+// end must be multiples of the tier's resolution.
+//
+// The source is read Options.RollupPageSize series at a time, so any
+// number of series is rolled up in bounded memory. Where the tier may hold
+// rows for these windows already (below its watermark, or written since
+// Open), Rollup reads them first and writes only what changed: a counter
+// point the tier lacks, a gauge aggregate whose value differs, as a new
+// version with a later timestamp (see versionTime). Rolling the same
+// windows up again therefore writes nothing, and a window that got late
+// samples gets one new version. Where the tier holds more samples for a
+// window than the source has (raw retention passed part of it), the held
+// version stays.
 func (db *DB) Rollup(ctx context.Context, tier Tier, start, end time.Time) (RollupStats, error) {
 	var st RollupStats
 	if tier != Tier1m && tier != Tier5m {
@@ -384,34 +764,124 @@ func (db *DB) Rollup(ctx context.Context, tier Tier, start, end time.Time) (Roll
 	if err != nil {
 		return st, err
 	}
-	set, err := db.readSeries(ctx, src, tfs, s+1, e)
-	if err != nil {
-		return st, fmt.Errorf("rollup into tier %s: %w", tier, err)
-	}
-	b := db.newRollupBatch(tier)
-	kinds := make(map[string]bool)
-	for _, sr := range set {
-		if src == TierRaw {
-			name := sr.lset.Get(labels.MetricName)
-			counter, ok := kinds[name]
-			if !ok {
-				counter = db.isCounter(name)
-				kinds[name] = counter
-			}
-			err = b.addRaw(sr.lset, counter, sr.ts, sr.vs)
-		} else {
-			err = b.addTier(sr.lset, src.Resolution().Milliseconds(), sr.ts, sr.vs)
-		}
-		if err != nil {
-			return st, fmt.Errorf("rollup into tier %s: series %s: %w", tier, sr.lset, err)
-		}
-	}
 	if err := db.readLock(); err != nil {
 		return st, err
 	}
 	defer db.readUnlock()
-	if err := b.write(); err != nil {
-		return st, err
+	b := db.newRollupBatch(tier)
+	if ts := db.tiers[tier]; s < ts.rolledUpTo.Load() || ts.maxT.Load() > s {
+		if b.held, err = db.loadHeld(ctx, tier, tfs, s+1, e); err != nil {
+			return st, fmt.Errorf("rollup into tier %s: %w", tier, err)
+		}
 	}
-	return RollupStats{Series: len(set), Rows: len(b.rows)}, nil
+	kinds := make(map[string]bool)
+	n, err := db.scanSeries(ctx, src, tfs, s+1, e, db.opts.RollupPageSize, func(page []*series) error {
+		for _, sr := range page {
+			var err error
+			if src == TierRaw {
+				name := sr.lset.Get(labels.MetricName)
+				counter, ok := kinds[name]
+				if !ok {
+					counter = db.isCounter(name)
+					kinds[name] = counter
+				}
+				err = b.addRaw(sr.lset, counter, sr.ts, sr.vs)
+			} else {
+				err = b.addTier(sr.lset, src.Resolution().Milliseconds(), sr.ts, sr.vs)
+			}
+			if err != nil {
+				return fmt.Errorf("series %s: %w", sr.lset, err)
+			}
+		}
+		st.Rows += len(b.rows)
+		return b.write()
+	})
+	st.Series = n
+	if err != nil {
+		return st, fmt.Errorf("rollup into tier %s: %w", tier, err)
+	}
+	return st, nil
+}
+
+// rollupOld merges rows older than the raw retention, which
+// VictoriaMetrics would drop from raw, straight into the 1m and 5m tiers
+// (addOld): it reads what the tiers hold for the batch's series and
+// windows, adds the samples they have not seen, writes the new versions
+// and makes them searchable for the next merge. Merges are serialized.
+// The caller holds the read lock.
+func (db *DB) rollupOld(rows []vmstorage.MetricRow) error {
+	type oldSeries struct {
+		ts []int64
+		vs []float64
+	}
+	byName := make(map[string]*oldSeries)
+	var order []string
+	minT, maxT := int64(math.MaxInt64), int64(math.MinInt64)
+	for _, r := range rows {
+		s := byName[string(r.MetricNameRaw)]
+		if s == nil {
+			s = &oldSeries{}
+			byName[string(r.MetricNameRaw)] = s
+			order = append(order, string(r.MetricNameRaw))
+		}
+		s.ts = append(s.ts, r.Timestamp)
+		s.vs = append(s.vs, r.Value)
+		minT, maxT = min(minT, r.Timestamp), max(maxT, r.Timestamp)
+	}
+	type oldOne struct {
+		lset    labels.Labels
+		counter bool
+		sr      *series
+	}
+	olds := make([]oldOne, 0, len(order))
+	families := make(map[string]bool)
+	var mn vmstorage.MetricName
+	var lb labels.ScratchBuilder
+	for _, name := range order {
+		s := byName[name]
+		if err := mn.UnmarshalRaw([]byte(name)); err != nil {
+			return fmt.Errorf("roll up old samples: %w", err)
+		}
+		lset := metricNameToLabels(&lb, &mn)
+		sr := &series{ts: s.ts, vs: s.vs}
+		sr.sortAndDedup()
+		metric := lset.Get(labels.MetricName)
+		families[metric] = true
+		olds = append(olds, oldOne{lset: lset, counter: db.isCounter(metric), sr: sr})
+	}
+	alts := make([]string, 0, len(families))
+	for f := range families {
+		alts = append(alts, regexp.QuoteMeta(f))
+	}
+	slices.Sort(alts)
+	m, err := labels.NewMatcher(labels.MatchRegexp, labels.MetricName, strings.Join(alts, "|"))
+	if err != nil {
+		return fmt.Errorf("roll up old samples: %w", err)
+	}
+	tfs, err := toTagFilters([]*labels.Matcher{m})
+	if err != nil {
+		return fmt.Errorf("roll up old samples: %w", err)
+	}
+	db.rollupMu.Lock()
+	defer db.rollupMu.Unlock()
+	for _, tier := range []Tier{Tier1m, Tier5m} {
+		res := tier.Resolution().Milliseconds()
+		b := db.newRollupBatch(tier)
+		b.held, err = db.loadHeld(context.Background(), tier, tfs, window(minT, res)*res+1, windowEnd(maxT, res))
+		if err != nil {
+			return fmt.Errorf("roll up old samples: %w", err)
+		}
+		for _, o := range olds {
+			// addOld works in place; each tier gets a copy.
+			if err := b.addOld(o.lset, o.counter, slices.Clone(o.sr.ts), slices.Clone(o.sr.vs)); err != nil {
+				return fmt.Errorf("roll up old samples of %s: %w", o.lset, err)
+			}
+		}
+		if err := b.write(); err != nil {
+			return err
+		}
+		// The next merge must find these rows.
+		db.tiers[tier].vm.DebugFlush()
+	}
+	return nil
 }

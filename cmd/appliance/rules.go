@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -46,11 +47,19 @@ func newRules(cfg *config.Config, db *storage.DB, engine *query.Engine, sink rul
 	return m, nil
 }
 
+// selfPack is the rule pack about the appliance itself (its self-scrape):
+// loaded whatever rule_packs lists.
+const selfPack = "appliance"
+
 func rulesConfig(cfg *config.Config) rules.Config {
+	packs := cfg.RulePacks
+	if !slices.Contains(packs, selfPack) {
+		packs = append(slices.Clip(packs), selfPack)
+	}
 	return rules.Config{
 		Interval:       time.Duration(cfg.Global.EvaluationInterval),
 		Files:          cfg.RuleFiles,
-		Packs:          cfg.RulePacks,
+		Packs:          packs,
 		ExternalLabels: cfg.PrometheusConfig().GlobalConfig.ExternalLabels,
 		// The SLOs' recording and burn-rate rules (slo.go).
 		Generated: sloRuleFiles(cfg),

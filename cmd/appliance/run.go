@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strconv"
 
 	"github.com/aiserve/appliance/config"
 )
@@ -17,6 +18,9 @@ type runFlags struct {
 	listen    string
 	logLevel  string
 	logFormat string
+	// startFresh accepts a missing or empty state.db next to existing
+	// series data (storage.Options.StartFresh).
+	startFresh bool
 }
 
 func (f *runFlags) register(fs *flag.FlagSet) {
@@ -25,10 +29,11 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.listen, "listen", "", "HTTP listen address (overrides web.listen_address; default \":9090\")")
 	fs.StringVar(&f.logLevel, "log.level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&f.logFormat, "log.format", "text", "log format: text or json")
+	fs.BoolVar(&f.startFresh, "storage.start-fresh", false, "start with an empty state.db (alert state, silences, notification log) when it is missing or empty next to existing series data; without it such a start is refused")
 }
 
 func (f *runFlags) flagMap() map[string]string {
-	return map[string]string{"config": f.config, "data": f.data, "listen": f.listen, "log.level": f.logLevel, "log.format": f.logFormat}
+	return map[string]string{"config": f.config, "data": f.data, "listen": f.listen, "log.level": f.logLevel, "log.format": f.logFormat, "storage.start-fresh": strconv.FormatBool(f.startFresh)}
 }
 
 func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {

@@ -136,6 +136,7 @@ func newAppliance(cfg *config.Config, f runFlags, logger *slog.Logger) (_ *appli
 	sopts.MemoryBudget = int64(cfg.Storage.MemoryBudget)
 	sopts.Logger = logger.With("component", "storage")
 	sopts.Registerer = a.reg
+	sopts.StartFresh = f.startFresh
 	a.db, err = storage.Open(sopts)
 	if err != nil {
 		return nil, fmt.Errorf("open storage in %s: %w", cfg.Storage.Path, err)
