@@ -85,8 +85,8 @@ type Notifier struct {
 	alerts     map[model.Fingerprint]*alert
 	groups     map[string]*aggGroup
 	// sil has its own lock.
-	sil        *silences
-	warned     map[string]bool
+	sil    *silences
+	warned map[string]bool
 	// nextDigest is when the digest goes out next (also in bbolt).
 	nextDigest  time.Time
 	lastNflogGC time.Time
