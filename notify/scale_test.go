@@ -58,10 +58,10 @@ func TestSilenceCacheFollowsChanges(t *testing.T) {
 	clock.Set(t0.Add(6 * time.Hour))
 	e.advance(time.Second, time.Second)
 	require.Zero(t, e.n.sil.idx.len())
-	require.Len(t, e.n.Silences(), 5)
+	require.Len(t, e.n.sil.list(), 5)
 	clock.Set(t0.Add(6*time.Hour + silenceRetention + time.Minute))
 	e.advance(time.Second, time.Second)
-	require.Empty(t, e.n.Silences(), "deleted after the retention")
+	require.Empty(t, e.n.sil.list(), "deleted after the retention")
 }
 
 // TestSilencesReloadedIndexed: silences loaded from the database at start
@@ -80,7 +80,7 @@ func TestSilencesReloadedIndexed(t *testing.T) {
 	lset := model.LabelSet{"alertname": "Slow", "instance": "a:9100"}
 	require.Equal(t, []string{id}, e.n.sil.mutes(lset.Fingerprint(), lset, clock.Now()))
 	require.Equal(t, 1, e.n.sil.idx.len(), "the expired one is not indexed")
-	require.Len(t, e.n.Silences(), 2)
+	require.Len(t, e.n.sil.list(), 2)
 }
 
 const inhibitConfig = `
