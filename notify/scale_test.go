@@ -1,10 +1,14 @@
 package notify
 
 import (
+	"context"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/common/model"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -150,4 +154,63 @@ func TestInhibitionIndex(t *testing.T) {
 	e.n.mu.RUnlock()
 	require.NoError(t, e.n.ApplyConfig(e.cfg))
 	require.Equal(t, []string{src.Fingerprint().String()}, inhibitedBy(ls("alertname", "Slow", "severity", "P1", "job", "vllm")))
+}
+
+// TestConcurrentPostSilenceReadTick: posts, silence changes, reads as the
+// API makes them (under the read lock) and ticks run at once; run with
+// -race. The alerts a silence covers end up muted.
+func TestConcurrentPostSilenceReadTick(t *testing.T) {
+	clock := &fakeClock{t: t0}
+	h := newHook(t, clock)
+	e := newEnv(t, clock, loadAlerting(t, inhibitConfig, map[string]*hook{"hook": h}))
+	far := t0.Add(10 * time.Hour)
+	const n = 200
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	run := func(f func(i int)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range n {
+				f(i)
+			}
+		}()
+	}
+	run(func(i int) {
+		e.fire(far, "alertname", "Load", "instance", fmt.Sprintf("h%d", i), "severity", "P1", "job", "j")
+	})
+	run(func(i int) {
+		// Not require: this is not the test's goroutine.
+		id, err := e.n.SetSilence(Silence{Matchers: []Matcher{{Name: "instance", Value: fmt.Sprintf("h%d", i)}}, EndsAt: far, CreatedBy: "t", Comment: "c"})
+		assert.NoError(t, err)
+		if err == nil && i%2 == 1 {
+			assert.NoError(t, e.n.ExpireSilence(id))
+		}
+	})
+	run(func(int) {
+		e.n.mu.RLock()
+		for fp, a := range e.n.alerts {
+			e.n.sil.mutes(fp, a.Labels, clock.Now())
+			e.n.inhibit.inhibitedBy(a.Labels, fp, e.n.alerts, clock.Now())
+		}
+		e.n.mu.RUnlock()
+	})
+	go func() {
+		defer close(done)
+		for range n {
+			_ = e.n.Tick(context.Background())
+		}
+	}()
+	wg.Wait()
+	<-done
+	e.n.mu.RLock()
+	defer e.n.mu.RUnlock()
+	muted := 0
+	for fp, a := range e.n.alerts {
+		if len(e.n.sil.mutes(fp, a.Labels, clock.Now())) > 0 {
+			muted++
+		}
+	}
+	require.Len(t, e.n.alerts, n)
+	require.Equal(t, n/2, muted, "the even silences stay, the odd ones were expired")
 }
