@@ -10,6 +10,8 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/aiserve/appliance/clock"
 )
 
 // TestSilenceCacheFollowsChanges: what is cached for an alert follows
@@ -17,7 +19,7 @@ import (
 // pending one that starts, an expired one, a pending one whose matchers
 // change, one without an equality matcher (not indexed by label).
 func TestSilenceCacheFollowsChanges(t *testing.T) {
-	clock := &fakeClock{t: t0}
+	clock := clock.NewFake(t0)
 	h := newHook(t, clock)
 	e := newEnv(t, clock, loadAlerting(t, oneHookConfig, map[string]*hook{"hook": h}))
 	lset := model.LabelSet{"alertname": "Slow", "instance": "a:9100"}
@@ -71,7 +73,7 @@ func TestSilenceCacheFollowsChanges(t *testing.T) {
 // TestSilencesReloadedIndexed: silences loaded from the database at start
 // mute as the ones made since.
 func TestSilencesReloadedIndexed(t *testing.T) {
-	clock := &fakeClock{t: t0}
+	clock := clock.NewFake(t0)
 	h := newHook(t, clock)
 	e := newEnv(t, clock, loadAlerting(t, oneHookConfig, map[string]*hook{"hook": h}))
 	id, err := e.n.SetSilence(Silence{Matchers: []Matcher{{Name: "instance", Value: "a:9100"}}, EndsAt: t0.Add(time.Hour), CreatedBy: "t", Comment: "c"})
@@ -112,7 +114,7 @@ alerting:
 // alerts that match both sides; and it follows a reload and the
 // forgetting of old alerts.
 func TestInhibitionIndex(t *testing.T) {
-	clock := &fakeClock{t: t0}
+	clock := clock.NewFake(t0)
 	h := newHook(t, clock)
 	e := newEnv(t, clock, loadAlerting(t, inhibitConfig, map[string]*hook{"hook": h}))
 	far := t0.Add(10 * time.Hour)
@@ -160,7 +162,7 @@ func TestInhibitionIndex(t *testing.T) {
 // API makes them (under the read lock) and ticks run at once; run with
 // -race. The alerts a silence covers end up muted.
 func TestConcurrentPostSilenceReadTick(t *testing.T) {
-	clock := &fakeClock{t: t0}
+	clock := clock.NewFake(t0)
 	h := newHook(t, clock)
 	e := newEnv(t, clock, loadAlerting(t, inhibitConfig, map[string]*hook{"hook": h}))
 	far := t0.Add(10 * time.Hour)
