@@ -83,7 +83,7 @@ type Status struct {
 // Alerts returns the unresolved alerts that f selects, ordered by
 // fingerprint (as a string).
 func (n *Notifier) Alerts(f AlertFilter) []AlertStatus {
-	n.mu.Lock()
+	n.mu.RLock()
 	now := n.now()
 	out := []AlertStatus{}
 	for fp, a := range n.alerts {
@@ -101,19 +101,19 @@ func (n *Notifier) Alerts(f AlertFilter) []AlertStatus {
 		}
 		out = append(out, st)
 	}
-	n.mu.Unlock()
+	n.mu.RUnlock()
 	sort.Slice(out, func(i, j int) bool { return out[i].Fingerprint.String() < out[j].Fingerprint.String() })
 	return out
 }
 
 // alertStatus returns an alert with its receivers, silences and
-// inhibitions; called with n.mu held.
+// inhibitions; called with n.mu held (for reading is enough).
 func (n *Notifier) alertStatus(fp model.Fingerprint, a *alert, now time.Time) AlertStatus {
 	st := AlertStatus{
 		Fingerprint: fp, Labels: a.Labels, Annotations: a.Annotations,
 		StartsAt: a.StartsAt, EndsAt: a.EndsAt, UpdatedAt: a.UpdatedAt, GeneratorURL: a.GeneratorURL,
 		Receivers:   []string{},
-		SilencedBy:  n.sil.mutes(a.Labels, now),
+		SilencedBy:  n.sil.mutes(fp, a.Labels, now),
 		InhibitedBy: n.inhibit.inhibitedBy(a.Labels, fp, n.alerts, now),
 	}
 	if st.SilencedBy == nil {
@@ -143,7 +143,7 @@ func receiverName(r *route) string {
 // matching ms, ordered by their labels, each group's alerts by
 // fingerprint.
 func (n *Notifier) AlertGroups(ms amlabels.Matchers) []AlertGroup {
-	n.mu.Lock()
+	n.mu.RLock()
 	now := n.now()
 	out := []AlertGroup{}
 	for _, g := range n.groups {
@@ -160,7 +160,7 @@ func (n *Notifier) AlertGroups(ms amlabels.Matchers) []AlertGroup {
 			out = append(out, ag)
 		}
 	}
-	n.mu.Unlock()
+	n.mu.RUnlock()
 	sort.Slice(out, func(i, j int) bool { return out[i].Labels.String() < out[j].Labels.String() })
 	return out
 }
@@ -223,10 +223,8 @@ func silenceMatchesFilter(s Silence, fs amlabels.Matchers) bool {
 // of the silence on the same label), active first, then pending, then
 // expired, newest first within each.
 func (n *Notifier) Silences(fs amlabels.Matchers) []SilenceStatus {
-	n.mu.Lock()
 	now := n.now()
 	list := n.sil.list()
-	n.mu.Unlock()
 	out := []SilenceStatus{}
 	for _, s := range list {
 		if silenceMatchesFilter(s, fs) {
@@ -241,45 +239,39 @@ func (n *Notifier) Silences(fs amlabels.Matchers) []SilenceStatus {
 // Silence returns the silence with this ID; ok is false when there is
 // none.
 func (n *Notifier) Silence(id string) (s SilenceStatus, ok bool) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	sil, ok := n.sil.byID[id]
+	sil, ok := n.sil.get(id)
 	if !ok {
 		return SilenceStatus{}, false
 	}
-	return SilenceStatus{Silence: *sil, State: sil.State(n.now())}, true
+	return SilenceStatus{Silence: sil, State: sil.State(n.now())}, true
 }
 
 // SetSilence creates a silence, or updates the one with s.ID, and returns
 // its ID; see silences.set for when an update makes a new ID. Errors wrap
 // ErrSilenceInvalid or ErrSilenceNotFound when the silence is at fault.
 func (n *Notifier) SetSilence(s Silence) (string, error) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
 	return n.sil.set(s, n.now())
 }
 
 // ExpireSilence ends a silence now.
 func (n *Notifier) ExpireSilence(id string) error {
-	n.mu.Lock()
-	defer n.mu.Unlock()
 	return n.sil.expire(id, n.now())
 }
 
 // Status returns the running alerting config as Alertmanager's, the
 // version and when the notifier started.
 func (n *Notifier) Status() Status {
-	n.mu.Lock()
+	n.mu.RLock()
 	cfg := alertmanagerYAML(n.cfg)
-	n.mu.Unlock()
+	n.mu.RUnlock()
 	return Status{Config: cfg, Version: n.opts.Version, Started: n.started}
 }
 
 // Receivers returns the names of the configured receivers, in config
 // order.
 func (n *Notifier) Receivers() []string {
-	n.mu.Lock()
-	defer n.mu.Unlock()
+	n.mu.RLock()
+	defer n.mu.RUnlock()
 	out := []string{}
 	for _, rc := range n.cfg.Receivers {
 		out = append(out, rc.Name)

@@ -38,6 +38,20 @@
 // does all the work that is due at that time. Run calls Tick every
 // Options.TickInterval; tests call Tick after moving their clock.
 //
+// # Scale
+//
+// Thousands of alerts and silences cost what they cost in Alertmanager.
+// Silences are indexed by one equality matcher each (expired ones leave the
+// index, and stay listed until their retention ends), and what matches an
+// alert is cached by its fingerprint until a silence changes. Inhibit
+// rules index their source alerts by the values of the equal labels, so
+// an alert is checked in O(rules). The notifier's lock is held for writing
+// only for work in memory (a post; what a flush decides), the database is
+// written after it (one transaction per tick for all the flushes), the API
+// reads under it held for reading, and silences have a lock of their own.
+// BenchmarkFlushAtScale and e2e's TestNotifyAtScale (5,000 alerts, 10,000
+// silences) keep it so.
+//
 // # Caveats
 //
 //   - A message that was sent but whose deletion did not reach the disk

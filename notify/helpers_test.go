@@ -25,7 +25,7 @@ import (
 // hook is a webhook receiver that records what it got and when (on the
 // fake clock), and can be down.
 type hook struct {
-	t     *testing.T
+	t     testing.TB
 	clock *clock.Fake
 	srv   *httptest.Server
 
@@ -41,7 +41,7 @@ type received struct {
 	dedup   string
 }
 
-func newHook(t *testing.T, clock *clock.Fake) *hook {
+func newHook(t testing.TB, clock *clock.Fake) *hook {
 	h := &hook{t: t, clock: clock}
 	h.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h.mu.Lock()
@@ -76,7 +76,7 @@ func (h *hook) all() []received {
 
 // env is a notifier on a temporary bbolt file with a fake clock.
 type env struct {
-	t     *testing.T
+	t     testing.TB
 	clock *clock.Fake
 	path  string
 	db    *bolt.DB
@@ -88,7 +88,7 @@ var t0 = time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC) // a Monday
 
 // loadAlerting loads an alerting section through the config loader, with
 // {{HOOK:name}} replaced by the URL of hooks[name].
-func loadAlerting(t *testing.T, yml string, hooks map[string]*hook) config.AlertingConfig {
+func loadAlerting(t testing.TB, yml string, hooks map[string]*hook) config.AlertingConfig {
 	t.Helper()
 	for name, h := range hooks {
 		yml = strings.ReplaceAll(yml, "{{HOOK:"+name+"}}", h.srv.URL+"/"+name)
@@ -98,7 +98,7 @@ func loadAlerting(t *testing.T, yml string, hooks map[string]*hook) config.Alert
 	return cfg.Alerting
 }
 
-func newEnv(t *testing.T, clock *clock.Fake, cfg config.AlertingConfig) *env {
+func newEnv(t testing.TB, clock *clock.Fake, cfg config.AlertingConfig) *env {
 	t.Helper()
 	e := &env{t: t, clock: clock, path: filepath.Join(t.TempDir(), "state.db"), cfg: cfg}
 	e.open()

@@ -2,6 +2,7 @@ package notify
 
 import (
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/prometheus/common/model"
@@ -9,9 +10,72 @@ import (
 	"github.com/aiserve/appliance/config"
 )
 
-// inhibitor applies inhibit rules against the firing alerts of the store.
+// inhibitor applies inhibit rules against the alerts of the store. As in
+// Alertmanager, each rule indexes the alerts its source matchers match by
+// the values of its equal labels, so that checking an alert looks at the
+// sources with its own values only: O(rules) for an alert, not O(alerts).
+// It is changed with the notifier's lock held for writing and read with it
+// held for reading.
 type inhibitor struct {
-	rules []*config.InhibitRule
+	rules []*inhibitRule
+}
+
+type inhibitRule struct {
+	*config.InhibitRule
+	// sources holds the alerts the source matchers match (resolved ones
+	// too; the check skips them) by equalKey.
+	sources map[string]map[model.Fingerprint]struct{}
+}
+
+func newInhibitor(rules []*config.InhibitRule, alerts map[model.Fingerprint]*alert) *inhibitor {
+	in := &inhibitor{}
+	for _, r := range rules {
+		in.rules = append(in.rules, &inhibitRule{InhibitRule: r, sources: map[string]map[model.Fingerprint]struct{}{}})
+	}
+	for fp, a := range alerts {
+		in.observe(fp, a.Labels)
+	}
+	return in
+}
+
+// equalKey is the values of the rule's equal labels in lset (a missing
+// label is the empty value, as in Alertmanager).
+func (r *inhibitRule) equalKey(lset model.LabelSet) string {
+	var b strings.Builder
+	for _, l := range r.Equal {
+		b.WriteString(string(lset[model.LabelName(l)]))
+		b.WriteByte(0xff) // not in UTF-8
+	}
+	return b.String()
+}
+
+// observe indexes the alert fp with labels lset where it is a source.
+func (in *inhibitor) observe(fp model.Fingerprint, lset model.LabelSet) {
+	for _, r := range in.rules {
+		if !r.SourceMatchers.Matches(lset) {
+			continue
+		}
+		k := r.equalKey(lset)
+		fps := r.sources[k]
+		if fps == nil {
+			fps = map[model.Fingerprint]struct{}{}
+			r.sources[k] = fps
+		}
+		fps[fp] = struct{}{}
+	}
+}
+
+// forget drops the alert fp with labels lset from the index.
+func (in *inhibitor) forget(fp model.Fingerprint, lset model.LabelSet) {
+	for _, r := range in.rules {
+		k := r.equalKey(lset)
+		if fps := r.sources[k]; fps != nil {
+			delete(fps, fp)
+			if len(fps) == 0 {
+				delete(r.sources, k)
+			}
+		}
+	}
 }
 
 // inhibitedBy returns the fingerprints of the firing alerts that inhibit
@@ -22,30 +86,42 @@ type inhibitor struct {
 // alerts cannot mute each other.
 func (in *inhibitor) inhibitedBy(lset model.LabelSet, fp model.Fingerprint, alerts map[model.Fingerprint]*alert, now time.Time) []string {
 	var out []string
+	in.each(lset, fp, alerts, now, func(sfp model.Fingerprint) bool {
+		out = append(out, sfp.String())
+		return true
+	})
+	sort.Strings(out)
+	return out
+}
+
+// inhibited reports whether an alert inhibits lset; it stops at the first.
+func (in *inhibitor) inhibited(lset model.LabelSet, fp model.Fingerprint, alerts map[model.Fingerprint]*alert, now time.Time) bool {
+	found := false
+	in.each(lset, fp, alerts, now, func(model.Fingerprint) bool {
+		found = true
+		return false
+	})
+	return found
+}
+
+// each calls f with the alerts that inhibit lset until f returns false.
+func (in *inhibitor) each(lset model.LabelSet, fp model.Fingerprint, alerts map[model.Fingerprint]*alert, now time.Time, f func(model.Fingerprint) bool) {
 	for _, r := range in.rules {
 		if !r.TargetMatchers.Matches(lset) {
 			continue
 		}
 		twoSided := r.SourceMatchers.Matches(lset)
-		for sfp, a := range alerts {
-			if sfp == fp || a.resolved(now) || !r.SourceMatchers.Matches(a.Labels) {
+		for sfp := range r.sources[r.equalKey(lset)] {
+			a := alerts[sfp]
+			if sfp == fp || a == nil || a.resolved(now) {
 				continue
 			}
 			if twoSided && r.TargetMatchers.Matches(a.Labels) {
 				continue
 			}
-			equal := true
-			for _, l := range r.Equal {
-				if a.Labels[model.LabelName(l)] != lset[model.LabelName(l)] {
-					equal = false
-					break
-				}
-			}
-			if equal {
-				out = append(out, sfp.String())
+			if !f(sfp) {
+				return
 			}
 		}
 	}
-	sort.Strings(out)
-	return out
 }

@@ -71,7 +71,11 @@ type Notifier struct {
 	// started is when the notifier was made, for /api/v2/status uptime.
 	started time.Time
 
-	mu         sync.Mutex
+	// mu guards what follows. It is held for writing only for work in
+	// memory that is linear in the alerts at most (posting, the decisions
+	// of a flush); the database and the receivers are used without it, and
+	// the API reads under it held for reading.
+	mu         sync.RWMutex
 	cfg        config.AlertingConfig
 	root       *route
 	inhibit    *inhibitor
@@ -80,12 +84,15 @@ type Notifier struct {
 	templates  *message.Templates
 	alerts     map[model.Fingerprint]*alert
 	groups     map[string]*aggGroup
-	sil        *silences
-	warned     map[string]bool
+	// sil has its own lock.
+	sil    *silences
+	warned map[string]bool
 	// nextDigest is when the digest goes out next (also in bbolt).
 	nextDigest  time.Time
 	lastNflogGC time.Time
 
+	// tickMu serialises ticks.
+	tickMu sync.Mutex
 	// deliverMu serialises deliveries: one message is never sent by two
 	// ticks at once.
 	deliverMu sync.Mutex
@@ -149,7 +156,7 @@ func New(opts Options) (*Notifier, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create notify buckets: %w", err)
 	}
-	if n.sil, err = loadSilences(n.db); err != nil {
+	if n.sil, err = loadSilences(n.db, n.now()); err != nil {
 		return nil, fmt.Errorf("load silences: %w", err)
 	}
 	n.m = newMetrics(opts.Registerer)
@@ -215,7 +222,7 @@ func (n *Notifier) Apply(p *Prepared) error {
 	n.receivers = p.receivers
 	n.templates = p.templates
 	n.root = newRoute(p.cfg.Route, nil, "0")
-	n.inhibit = &inhibitor{rules: p.cfg.InhibitRules}
+	n.inhibit = newInhibitor(p.cfg.InhibitRules, n.alerts)
 	n.intervener = p.intervener
 	now := n.now()
 	if err := n.scheduleDigest(now, p.loc); err != nil {
@@ -260,8 +267,12 @@ func (n *Notifier) Post(alerts []model.Alert) {
 			a.EndsAt = now.Add(resolveTimeout)
 		}
 		fp := a.Labels.Fingerprint()
-		na := merge(n.alerts[fp], a, now)
+		old := n.alerts[fp]
+		na := merge(old, a, now)
 		n.alerts[fp] = na
+		if old == nil {
+			n.inhibit.observe(fp, na.Labels)
+		}
 		n.route(fp, na, now)
 		n.m.received.Inc()
 	}
@@ -322,8 +333,12 @@ func (n *Notifier) tickLogged(ctx context.Context) {
 }
 
 // Tick does what is due at the clock's time: flushes groups, sends the
-// digest, delivers and retries the outbox, forgets old state.
+// digest, delivers and retries the outbox, forgets old state. What the
+// flushes decide is made under the lock, in memory; what they write to the
+// database is written after it, in one transaction.
 func (n *Notifier) Tick(ctx context.Context) error {
+	n.tickMu.Lock()
+	defer n.tickMu.Unlock()
 	now := n.now()
 	var errs []error
 	n.mu.Lock()
@@ -334,9 +349,10 @@ func (n *Notifier) Tick(ctx context.Context) error {
 		}
 	}
 	sort.Strings(keys)
+	var plans []*flushPlan
 	for _, k := range keys {
-		if err := n.flush(n.groups[k], now); err != nil {
-			errs = append(errs, err)
+		if p := n.flush(n.groups[k], now); p != nil {
+			plans = append(plans, p)
 		}
 	}
 	if err := n.maybeSendDigest(now); err != nil {
@@ -344,6 +360,9 @@ func (n *Notifier) Tick(ctx context.Context) error {
 	}
 	n.gc(now)
 	n.mu.Unlock()
+	if err := n.commit(plans, now); err != nil {
+		errs = append(errs, err)
+	}
 	if err := n.deliver(ctx, now); err != nil {
 		errs = append(errs, err)
 	}
@@ -365,8 +384,23 @@ func (n *Notifier) mutedByTime(r *route, now time.Time) bool {
 	return false
 }
 
-// flush is one flush of a group: see the package doc.
-func (n *Notifier) flush(g *aggGroup, now time.Time) error {
+// flushPlan is what a flush of a group decided under the lock: the alerts
+// to notify, for commit to compare with the notification log and write.
+type flushPlan struct {
+	key              string
+	labels           model.LabelSet
+	receiver         string
+	ints             []*integration
+	templates        *message.Templates
+	repeatInterval   time.Duration
+	digest           bool
+	alerts           []message.Alert
+	firing, resolved []string
+}
+
+// flush is one flush of a group (see the package doc), in memory: it
+// returns what to write, or nil. Called with n.mu held.
+func (n *Notifier) flush(g *aggGroup, now time.Time) *flushPlan {
 	r := g.route
 	g.next = now.Add(r.groupInterval)
 	var (
@@ -383,7 +417,7 @@ func (n *Notifier) flush(g *aggGroup, now time.Time) error {
 		if a.resolved(now) {
 			done = append(done, fp)
 		}
-		if len(n.sil.mutes(a.Labels, now)) > 0 || len(n.inhibit.inhibitedBy(a.Labels, fp, n.alerts, now)) > 0 {
+		if len(n.sil.mutes(fp, a.Labels, now)) > 0 || n.inhibit.inhibited(a.Labels, fp, n.alerts, now) {
 			continue
 		}
 		ma := a.message(now)
@@ -394,22 +428,21 @@ func (n *Notifier) flush(g *aggGroup, now time.Time) error {
 			resolved = append(resolved, ma.Fingerprint)
 		}
 	}
-	defer func() {
-		for _, fp := range done {
-			delete(g.fps, fp)
-		}
-		if len(g.fps) == 0 {
-			delete(n.groups, g.key)
-		}
-	}()
+	for _, fp := range done {
+		delete(g.fps, fp)
+	}
+	if len(g.fps) == 0 {
+		delete(n.groups, g.key)
+	}
 	if len(alerts) == 0 || n.mutedByTime(r, now) {
 		return nil
 	}
 	message.SortAlerts(alerts)
 	sort.Strings(firing)
 	sort.Strings(resolved)
+	p := &flushPlan{key: g.key, labels: g.labels, receiver: r.receiver, templates: n.templates, repeatInterval: r.repeatInterval, digest: r.digest, alerts: alerts, firing: firing, resolved: resolved}
 	if r.digest {
-		return n.recordDigest(alerts, now)
+		return p
 	}
 	if r.receiver == "" {
 		n.warnOnce("noreceiver:"+r.id, "alerts match a route without a receiver and are not sent; give them a severity label (P0, P1, P2) or a route", "group", g.key)
@@ -420,42 +453,89 @@ func (n *Notifier) flush(g *aggGroup, now time.Time) error {
 		n.warnOnce("receiver:"+r.receiver, "alerts route to a receiver that is not defined; define it under alerting.receivers", "receiver", r.receiver, "group", g.key)
 		return nil
 	}
-	sendResolved := false
-	for _, in := range ints {
-		sendResolved = sendResolved || in.SendResolved()
+	p.ints = ints
+	return p
+}
+
+// commit writes what the flushes of a tick decided: digest records, and
+// for each group whose notification log says so, the messages to the
+// outbox and the new log entry, all in one transaction. Most flushes
+// change nothing: that is decided in a read transaction first, so that
+// they cost no disk write.
+func (n *Notifier) commit(plans []*flushPlan, now time.Time) error {
+	var errs []error
+	var send []*flushPlan
+	for _, p := range plans {
+		if p.digest {
+			if err := n.recordDigest(p.alerts, now); err != nil {
+				errs = append(errs, err)
+			}
+			continue
+		}
+		send = append(send, p)
 	}
-	// Most flushes change nothing: decide in a read transaction, so that
-	// they cost no disk write.
-	var update bool
+	if len(send) == 0 {
+		return errors.Join(errs...)
+	}
+	var update []*flushPlan
 	err := n.db.View(func(tx *bolt.Tx) error {
-		e, err := readNflog(tx, g.key, r.receiver)
-		update = err == nil && needsUpdate(e, firing, resolved, sendResolved, r.repeatInterval, now)
-		return err
+		for _, p := range send {
+			sendResolved := false
+			for _, in := range p.ints {
+				sendResolved = sendResolved || in.SendResolved()
+			}
+			e, err := readNflog(tx, p.key, p.receiver)
+			if err != nil {
+				return err
+			}
+			if needsUpdate(e, p.firing, p.resolved, sendResolved, p.repeatInterval, now) {
+				update = append(update, p)
+			}
+		}
+		return nil
 	})
-	if err != nil || !update {
-		return err
+	if err != nil || len(update) == 0 {
+		return errors.Join(append(errs, err)...)
 	}
-	return n.db.Update(func(tx *bolt.Tx) error {
-		var entries []*outboxEntry
-		for _, in := range ints {
-			as := alerts
+	type write struct {
+		p       *flushPlan
+		entries []*outboxEntry
+	}
+	var writes []write
+	for _, p := range update {
+		w, failed := write{p: p}, false
+		for _, in := range p.ints {
+			as := p.alerts
 			if !in.SendResolved() {
-				as = onlyFiring(alerts)
+				as = onlyFiring(p.alerts)
 				if len(as) == 0 {
 					continue
 				}
 			}
-			m := n.newMessage(message.KindAlerts, r.receiver, g.key, g.labels, as, in.name, now)
-			if err := n.templates.Render(m); err != nil {
+			m := n.newMessage(message.KindAlerts, p.receiver, p.key, p.labels, as, in.name, now)
+			if err := p.templates.Render(m); err != nil {
+				errs = append(errs, err)
+				failed = true
+				break
+			}
+			w.entries = append(w.entries, &outboxEntry{Integration: in.name, Receiver: p.receiver, GroupKey: p.key, CreatedAt: now, NextAttempt: now, Message: m})
+		}
+		if !failed {
+			writes = append(writes, w)
+		}
+	}
+	err = n.db.Update(func(tx *bolt.Tx) error {
+		for _, w := range writes {
+			if err := enqueue(tx, w.entries...); err != nil {
+				return fmt.Errorf("write outbox: %w", err)
+			}
+			if err := writeNflog(tx, w.p.key, w.p.receiver, &nflogEntry{Firing: w.p.firing, Resolved: w.p.resolved, Timestamp: now}); err != nil {
 				return err
 			}
-			entries = append(entries, &outboxEntry{Integration: in.name, Receiver: r.receiver, GroupKey: g.key, CreatedAt: now, NextAttempt: now, Message: m})
 		}
-		if err := enqueue(tx, entries...); err != nil {
-			return fmt.Errorf("write outbox: %w", err)
-		}
-		return writeNflog(tx, g.key, r.receiver, &nflogEntry{Firing: firing, Resolved: resolved, Timestamp: now})
+		return nil
 	})
+	return errors.Join(append(errs, err)...)
 }
 
 func onlyFiring(as []message.Alert) []message.Alert {
@@ -530,6 +610,8 @@ func (n *Notifier) gc(now time.Time) {
 	for fp, a := range n.alerts {
 		if !inGroup[fp] && a.resolved(now) && now.Sub(a.EndsAt) > resolveTimeout {
 			delete(n.alerts, fp)
+			n.inhibit.forget(fp, a.Labels)
+			n.sil.forget(fp)
 		}
 	}
 	if err := n.sil.gc(now); err != nil {
@@ -545,8 +627,8 @@ func (n *Notifier) gc(now time.Time) {
 
 // integration returns the integration named name (receiver/type/index).
 func (n *Notifier) integration(name string) *integration {
-	n.mu.Lock()
-	defer n.mu.Unlock()
+	n.mu.RLock()
+	defer n.mu.RUnlock()
 	for _, ints := range n.receivers {
 		for _, in := range ints {
 			if in.name == name {
@@ -565,9 +647,9 @@ func (n *Notifier) deliver(ctx context.Context, now time.Time) error {
 	if err != nil {
 		return err
 	}
-	n.mu.Lock()
+	n.mu.RLock()
 	ob := n.cfg.Outbox
-	n.mu.Unlock()
+	n.mu.RUnlock()
 	blocked := map[string]bool{}
 	queued := map[string]float64{}
 	for _, e := range entries {
