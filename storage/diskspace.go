@@ -1,0 +1,143 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// ErrDiskFull is returned by Commit (and by DB.IngestError) while the free
+// space of the data directory's filesystem is below Options.MinFreeDisk.
+// It is retryable: the sender keeps its data and tries again later; the
+// HTTP layer answers 503. The wrapped message names the free bytes and the
+// limit.
+var ErrDiskFull = errors.New("storage is read-only: free disk space is below storage.min_free_disk")
+
+// DefaultMinFreeDisk is the free-disk watermark when Options.MinFreeDisk is
+// 0: VictoriaMetrics' own -storage.minFreeDiskSpaceBytes default (100 MB in
+// v1.151; 10 MB in older releases). 100 MB is a few minutes of a busy
+// box's WAL and merge output, so in-flight merges and flushes of samples
+// already acknowledged fit below it.
+const DefaultMinFreeDisk = 100_000_000
+
+// diskCheckInterval is how long a free-space figure is trusted. Commit
+// subtracts what it is about to write from the cached figure, so a burst
+// of commits within one interval cannot overshoot the watermark by more
+// than the WAL bytes one commit estimates (see walBytesPerSample).
+const diskCheckInterval = 250 * time.Millisecond
+
+// diskGuard is the free-disk watermark of one DB. Below the watermark
+// Commit refuses new samples with ErrDiskFull; above it again they are
+// taken again, without operator action.
+type diskGuard struct {
+	path    string
+	minFree uint64
+	// freeBytes reads the free space of path's filesystem; statfs unless
+	// a test injects another source.
+	freeBytes func(path string) (uint64, error)
+	now       func() time.Time
+
+	mu        sync.Mutex
+	checkedAt time.Time
+	free      uint64 // at checkedAt, minus what commits reserved since
+	readOnly  atomic.Bool
+	lastFree  atomic.Uint64
+
+	rejected prometheus.Counter
+}
+
+func newDiskGuard(path string, minFree int64, freeBytes func(string) (uint64, error)) *diskGuard {
+	if minFree == 0 {
+		minFree = DefaultMinFreeDisk
+	}
+	if minFree < 0 {
+		minFree = 0 // watermark off
+	}
+	if freeBytes == nil {
+		freeBytes = statfsFree
+	}
+	return &diskGuard{
+		path: path, minFree: uint64(minFree), freeBytes: freeBytes, now: time.Now,
+		rejected: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "appliance_storage_disk_full_rejected_samples_total",
+			Help: "Samples refused because free disk space was below storage.min_free_disk.",
+		}),
+	}
+}
+
+// statfsFree is the space an unprivileged process may still write (Bavail,
+// not Bfree: root's reserved blocks do not count).
+func statfsFree(path string) (uint64, error) {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(path, &st); err != nil {
+		return 0, fmt.Errorf("statfs %s: %w", path, err)
+	}
+	return st.Bavail * uint64(st.Bsize), nil
+}
+
+// reserve checks that n more bytes can be written without going below the
+// watermark and books them against the cached figure. It returns ErrDiskFull
+// (wrapped with the figures) when they cannot.
+func (g *diskGuard) reserve(n uint64) error {
+	if g.minFree == 0 {
+		return nil
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	now := g.now()
+	if g.checkedAt.IsZero() || now.Sub(g.checkedAt) >= diskCheckInterval || g.free < g.minFree+n {
+		free, err := g.freeBytes(g.path)
+		if err != nil {
+			// Unknown free space: keep taking data rather than refuse
+			// everything on a statfs hiccup; VictoriaMetrics' own
+			// watcher still stops its merges.
+			return nil
+		}
+		g.free, g.checkedAt = free, now
+		g.lastFree.Store(free)
+	}
+	if g.free < g.minFree+n {
+		g.readOnly.Store(true)
+		return fmt.Errorf("%w: %d bytes free, limit %d bytes (storage.min_free_disk); free space on %s or raise it to resume", ErrDiskFull, g.free, g.minFree, g.path)
+	}
+	g.readOnly.Store(false)
+	g.free -= n
+	return nil
+}
+
+// status is the current state for /-/ready and DB.IngestError: nil when
+// ingest is taken, else the ErrDiskFull error. It re-reads the free space
+// when the cached figure is old, so that the box turns writable again even
+// when nothing tries to commit.
+func (g *diskGuard) status() error {
+	return g.reserve(0)
+}
+
+func (g *diskGuard) collectors() []prometheus.Collector {
+	return []prometheus.Collector{
+		g.rejected,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "appliance_storage_read_only",
+			Help: "1 while free disk space is below storage.min_free_disk and ingest is refused (503), else 0.",
+		}, func() float64 {
+			_ = g.status()
+			if g.readOnly.Load() {
+				return 1
+			}
+			return 0
+		}),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "appliance_storage_free_disk_bytes",
+			Help: "Free bytes on the data directory's filesystem (last reading).",
+		}, func() float64 { return float64(g.lastFree.Load()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "appliance_storage_min_free_disk_bytes",
+			Help: "The free-disk watermark (storage.min_free_disk); 0 when off.",
+		}, func() float64 { return float64(g.minFree) }),
+	}
+}
