@@ -35,6 +35,7 @@ const (
 func (db *DB) AppenderV2(ctx context.Context) promstorage.AppenderV2 {
 	a := db.newAppender()
 	a.sync = syncCommit(ctx)
+	a.self = db.opts.SelfMonitoring != nil && db.opts.SelfMonitoring(ctx)
 	return a
 }
 
@@ -74,7 +75,8 @@ type appender struct {
 	scratch []byte
 	// sync asks Commit to fsync the WAL (WithSyncCommit); replay marks
 	// the appender of WAL replay, whose Commit does not log again.
-	sync, replay bool
+	// self marks the appliance's own samples (Options.SelfMonitoring).
+	sync, replay, self bool
 
 	minT, maxT int64
 
@@ -94,7 +96,7 @@ func (a *appender) release() {
 	clear(a.rows) // drop references to cached names
 	a.rows = a.rows[:0]
 	a.refs = a.refs[:0]
-	a.sync, a.replay = false, false
+	a.sync, a.replay, a.self = false, false, false
 	a.meta = a.meta[:0]
 	a.lastFamily, a.lastMeta = "", metadata.Metadata{}
 	a.droppedNaN, a.dropOOB = 0, 0

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -104,6 +105,11 @@ type Options struct {
 	// FreeDiskBytes reads the free space of the filesystem holding a path;
 	// nil means statfs. Tests inject a source.
 	FreeDiskBytes func(path string) (uint64, error)
+	// SelfMonitoring tells, from an appender's context, the appliance's
+	// own samples (its self-scrape): below MinFreeDisk they are still
+	// taken down to half of it, so the self-alert on
+	// appliance_storage_read_only can fire. nil: none are.
+	SelfMonitoring func(ctx context.Context) bool
 	// DisableWAL turns the write-ahead log off (benchmarks compare): a
 	// commit is then durable only on VictoriaMetrics' own schedule.
 	DisableWAL bool

@@ -82,8 +82,10 @@ func statfsFree(path string) (uint64, error) {
 
 // reserve checks that n more bytes can be written without going below the
 // watermark and books them against the cached figure. It returns ErrDiskFull
-// (wrapped with the figures) when they cannot.
-func (g *diskGuard) reserve(n uint64) error {
+// (wrapped with the figures) when they cannot. The appliance's own samples
+// (self) may go down to half of the watermark: a few KB a scrape, so that
+// the self-alert sees appliance_storage_read_only.
+func (g *diskGuard) reserve(n uint64, self bool) error {
 	if g.minFree == 0 {
 		return nil
 	}
@@ -103,6 +105,10 @@ func (g *diskGuard) reserve(n uint64) error {
 	}
 	if g.free < g.minFree+n {
 		g.readOnly.Store(true)
+		if self && g.free >= g.minFree/2+n {
+			g.free -= n
+			return nil
+		}
 		return fmt.Errorf("%w: %d bytes free, limit %d bytes (storage.min_free_disk); free space on %s or raise it to resume", ErrDiskFull, g.free, g.minFree, g.path)
 	}
 	g.readOnly.Store(false)
@@ -115,7 +121,7 @@ func (g *diskGuard) reserve(n uint64) error {
 // when the cached figure is old, so that the box turns writable again even
 // when nothing tries to commit.
 func (g *diskGuard) status() error {
-	return g.reserve(0)
+	return g.reserve(0, false)
 }
 
 func (g *diskGuard) collectors() []prometheus.Collector {

@@ -280,7 +280,7 @@ func (db *DB) logCommit(a *appender) error {
 	if a.replay {
 		return nil
 	}
-	if err := db.disk.reserve(uint64(len(a.rows)) * walBytesPerSample); err != nil {
+	if err := db.disk.reserve(uint64(len(a.rows))*walBytesPerSample, a.self); err != nil {
 		db.metrics.appendErrors(reasonDiskFull, len(a.rows))
 		db.disk.rejected.Add(float64(len(a.rows)))
 		return err
