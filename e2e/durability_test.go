@@ -225,6 +225,30 @@ scrape_configs:
 	}
 }
 
+// startAt is start on a given address (a config that scrapes the
+// appliance itself needs it before the process runs).
+func startAt(t *testing.T, addr, cfgPath, data string) *proc {
+	t.Helper()
+	p := launch(t, addr, "run", "--data", data, "--listen", addr, "--config", cfgPath)
+	p.data, p.cfg = data, cfgPath
+	for i := 0; i < 600; i++ {
+		select {
+		case <-p.done:
+			t.Fatalf("appliance exited before it was ready: %v\n%s", p.err, p.Output())
+		default:
+		}
+		if resp, err := http.Get(p.url("/-/ready")); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return p
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("appliance not ready within 60s:\n%s", p.Output())
+	return nil
+}
+
 // mountTmpfs mounts a tmpfs of size bytes on dir for the test.
 func mountTmpfs(t *testing.T, dir string, size int) {
 	t.Helper()
@@ -260,8 +284,16 @@ func TestDiskFullTurnsReadOnly(t *testing.T) {
 	require.NoError(t, os.Mkdir(mnt, 0o755))
 	mountTmpfs(t, mnt, 64<<20)
 	const minFree = 24 << 20
-	cfg := writeConfig(t, dir, "storage: {min_free_disk: 24MiB}\n")
-	p := start(t, cfg, filepath.Join(mnt, "data"))
+	// The self-scrape (job appliance, as in the default config) feeds the
+	// always-on P0 alert.
+	addr := freeAddr(t)
+	cfg := writeConfig(t, dir, fmt.Sprintf(`global: {scrape_interval: 1s, scrape_timeout: 900ms, evaluation_interval: 1s}
+storage: {min_free_disk: 24MiB}
+scrape_configs:
+  - job_name: appliance
+    static_configs: [{targets: [%q]}]
+`, addr))
+	p := startAt(t, addr, cfg, filepath.Join(mnt, "data"))
 
 	// Leave about 8 MiB above the watermark, then push new series with
 	// incompressible labels until the appliance refuses.
@@ -320,6 +352,23 @@ func TestDiskFullTurnsReadOnly(t *testing.T) {
 	require.Contains(t, string(mb), "appliance_storage_read_only 1")
 	require.Contains(t, string(mb), "appliance_storage_free_disk_bytes ")
 	requireAcked(t, p, c)
+	eventually(t, 30*time.Second, "the P0 self-alert ApplianceStorageReadOnly firing", func() bool {
+		_, r := p.get("/api/v1/alerts", nil)
+		var d struct {
+			Alerts []struct {
+				Labels map[string]string `json:"labels"`
+				State  string            `json:"state"`
+			} `json:"alerts"`
+		}
+		require.NoError(t, json.Unmarshal(r.Data, &d))
+		for _, a := range d.Alerts {
+			if a.Labels["alertname"] == "ApplianceStorageReadOnly" && a.State == "firing" {
+				require.Equal(t, "P0", a.Labels["severity"])
+				return true
+			}
+		}
+		return false
+	})
 
 	// Space freed: ingest resumes by itself.
 	require.NoError(t, os.Remove(filler))
@@ -334,7 +383,7 @@ func TestDiskFullTurnsReadOnly(t *testing.T) {
 
 	// And nothing acknowledged is lost across a kill -9 either.
 	p.kill9()
-	p = start(t, cfg, filepath.Join(mnt, "data"))
+	p = startAt(t, addr, cfg, filepath.Join(mnt, "data"))
 	requireAcked(t, p, c)
 	p.kill9()
 }

@@ -35,7 +35,6 @@ const (
 func (db *DB) AppenderV2(ctx context.Context) promstorage.AppenderV2 {
 	a := db.newAppender()
 	a.sync = syncCommit(ctx)
-	a.self = db.opts.SelfMonitoring != nil && db.opts.SelfMonitoring(ctx)
 	return a
 }
 
@@ -137,6 +136,10 @@ func (a *appender) appendFloat(ref promstorage.SeriesRef, ls labels.Labels, t in
 		// staleness marker and drops such rows; count them here instead.
 		a.droppedNaN++
 		return ref, nil
+	}
+	if len(a.rows) == 0 && a.db.opts.SelfMonitoring != nil {
+		// One scrape is one target: its first series says whose it is.
+		a.self = a.db.opts.SelfMonitoring(ls)
 	}
 	a.rows = append(a.rows, vmstorage.MetricRow{MetricNameRaw: raw, Timestamp: t, Value: v})
 	a.refs = append(a.refs, uint64(ref))

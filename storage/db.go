@@ -1,7 +1,6 @@
 package storage
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -15,6 +14,7 @@ import (
 
 	vmstorage "github.com/VictoriaMetrics/VictoriaMetrics/lib/storage"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/prometheus/model/labels"
 	promstorage "github.com/prometheus/prometheus/storage"
 	"go.etcd.io/bbolt"
 )
@@ -105,11 +105,13 @@ type Options struct {
 	// FreeDiskBytes reads the free space of the filesystem holding a path;
 	// nil means statfs. Tests inject a source.
 	FreeDiskBytes func(path string) (uint64, error)
-	// SelfMonitoring tells, from an appender's context, the appliance's
-	// own samples (its self-scrape): below MinFreeDisk they are still
-	// taken down to half of it, so the self-alert on
-	// appliance_storage_read_only can fire. nil: none are.
-	SelfMonitoring func(ctx context.Context) bool
+	// SelfMonitoring tells, from the first series of a commit, the
+	// appliance's own samples (its self-scrape): below MinFreeDisk they are
+	// still taken down to half of it, so the self-alert on
+	// appliance_storage_read_only can fire. The HTTP ingest checks the
+	// watermark before it appends, so only scrapes and rules get here.
+	// nil: none are.
+	SelfMonitoring func(first labels.Labels) bool
 	// DisableWAL turns the write-ahead log off (benchmarks compare): a
 	// commit is then durable only on VictoriaMetrics' own schedule.
 	DisableWAL bool

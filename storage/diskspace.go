@@ -25,11 +25,16 @@ var ErrDiskFull = errors.New("storage is read-only: free disk space is below sto
 // already acknowledged fit below it.
 const DefaultMinFreeDisk = 100_000_000
 
-// diskCheckInterval is how long a free-space figure is trusted. Commit
-// subtracts what it is about to write from the cached figure, so a burst
-// of commits within one interval cannot overshoot the watermark by more
-// than the WAL bytes one commit estimates (see walBytesPerSample).
+// diskCheckInterval is how long a free-space figure is trusted.
 const diskCheckInterval = 250 * time.Millisecond
+
+// diskPendingSeconds is how long a commit's estimated bytes count against
+// the free space on top of what statfs says: VictoriaMetrics keeps rows
+// and index items in memory for up to 2 s + 5 s (plus the time a flush
+// takes) before their files show in statfs, and that delay let a fill
+// outrun the watermark in the tmpfs test. Counting them twice once they
+// are written errs on the side of refusing early.
+const diskPendingSeconds = 10
 
 // diskGuard is the free-disk watermark of one DB. Below the watermark
 // Commit refuses new samples with ErrDiskFull; above it again they are
@@ -44,9 +49,12 @@ type diskGuard struct {
 
 	mu        sync.Mutex
 	checkedAt time.Time
-	free      uint64 // at checkedAt, minus what commits reserved since
-	readOnly  atomic.Bool
-	lastFree  atomic.Uint64
+	free      uint64 // statfs at checkedAt
+	// pending are the bytes commits booked, per second, over the last
+	// diskPendingSeconds (a ring indexed by the Unix second).
+	pending  [diskPendingSeconds]diskPending
+	readOnly atomic.Bool
+	lastFree atomic.Uint64
 
 	rejected prometheus.Counter
 }
@@ -92,7 +100,7 @@ func (g *diskGuard) reserve(n uint64, self bool) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	now := g.now()
-	if g.checkedAt.IsZero() || now.Sub(g.checkedAt) >= diskCheckInterval || g.free < g.minFree+n {
+	if g.checkedAt.IsZero() || now.Sub(g.checkedAt) >= diskCheckInterval {
 		free, err := g.freeBytes(g.path)
 		if err != nil {
 			// Unknown free space: keep taking data rather than refuse
@@ -103,17 +111,55 @@ func (g *diskGuard) reserve(n uint64, self bool) error {
 		g.free, g.checkedAt = free, now
 		g.lastFree.Store(free)
 	}
-	if g.free < g.minFree+n {
+	pending := g.pendingLocked(now)
+	free := g.free - min(g.free, pending)
+	limit := g.minFree
+	if g.readOnly.Load() {
+		// Hysteresis: once read-only, ingest resumes 10% above the
+		// watermark, so that it does not flap between 503 and 2xx (and
+		// /-/ready between 503 and 200) at the boundary.
+		limit += g.minFree / 10
+	}
+	if free < limit+n {
 		g.readOnly.Store(true)
-		if self && g.free >= g.minFree/2+n {
-			g.free -= n
+		if self && free >= g.minFree/2+n {
+			g.bookLocked(now, n)
 			return nil
 		}
-		return fmt.Errorf("%w: %d bytes free, limit %d bytes (storage.min_free_disk); free space on %s or raise it to resume", ErrDiskFull, g.free, g.minFree, g.path)
+		return fmt.Errorf("%w: %d bytes free (%d more being written), limit %d bytes (storage.min_free_disk); free space on %s or raise it to resume",
+			ErrDiskFull, g.free, pending, g.minFree, g.path)
 	}
 	g.readOnly.Store(false)
-	g.free -= n
+	g.bookLocked(now, n)
 	return nil
+}
+
+type diskPending struct {
+	sec   int64
+	bytes uint64
+}
+
+func (g *diskGuard) pendingLocked(now time.Time) uint64 {
+	sec := now.Unix()
+	var sum uint64
+	for _, p := range g.pending {
+		if p.sec > sec-diskPendingSeconds {
+			sum += p.bytes
+		}
+	}
+	return sum
+}
+
+func (g *diskGuard) bookLocked(now time.Time, n uint64) {
+	if n == 0 {
+		return
+	}
+	sec := now.Unix()
+	p := &g.pending[sec%diskPendingSeconds]
+	if p.sec != sec {
+		*p = diskPending{sec: sec}
+	}
+	p.bytes += n
 }
 
 // status is the current state for /-/ready and DB.IngestError: nil when

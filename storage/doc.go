@@ -248,7 +248,11 @@
 // (Options.SelfMonitoring) may go on down to half the watermark, so the
 // self-alert on appliance_storage_read_only can fire; VictoriaMetrics'
 // own read-only mode, which stops its merges, starts there too. Above the
-// watermark commits are taken again at once. IngestError reports the state
+// watermark again (plus 10%, so that it does not flap) commits are taken
+// at once. Bytes a commit booked count against the free space for 10 s,
+// until VictoriaMetrics has surely written them (statfs does not see rows
+// it still holds in memory); a new series books 6 bytes of index per byte
+// of its name. IngestError reports the state
 // (/-/ready); appliance_storage_read_only, appliance_storage_free_disk_bytes
 // and appliance_storage_min_free_disk_bytes show it.
 //

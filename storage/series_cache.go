@@ -41,7 +41,15 @@ type seriesCache struct {
 	collisionsMu  sync.Mutex
 	collisions    map[string]uint64
 	nextCollision atomic.Uint64
+
+	// newNameBytes sums the raw names added to the cache since the last
+	// takeNewNameBytes: series likely new to the index, which the
+	// free-disk watermark books (diskspace.go).
+	newNameBytes atomic.Uint64
 }
+
+// takeNewNameBytes returns and resets newNameBytes.
+func (c *seriesCache) takeNewNameBytes() uint64 { return c.newNameBytes.Swap(0) }
 
 const seriesCacheShards = 16
 
@@ -117,6 +125,7 @@ func (c *seriesCache) resolve(ls labels.Labels, scratch []byte) (ref uint64, raw
 	}
 	sh.put(ref, raw, c.maxPerShard)
 	sh.mu.Unlock()
+	c.newNameBytes.Add(uint64(len(raw)))
 	return ref, raw, scratch, nil
 }
 

@@ -255,7 +255,8 @@ func TestDiskWatermark(t *testing.T) {
 	clock.Add(int64(diskCheckInterval))
 	err = commit(2)
 	require.ErrorIs(t, err, ErrDiskFull)
-	require.Contains(t, err.Error(), "41943040 bytes free, limit 52428800 bytes")
+	require.Contains(t, err.Error(), "41943040 bytes free (")
+	require.Contains(t, err.Error(), "limit 52428800 bytes (storage.min_free_disk)")
 	require.ErrorIs(t, db.IngestError(), ErrDiskFull)
 	require.Equal(t, 1.0, testutil.ToFloat64(db.disk.rejected))
 	metrics, err := reg.Gather()
@@ -277,6 +278,10 @@ func TestDiskWatermark(t *testing.T) {
 	clock.Add(int64(diskCheckInterval))
 	require.ErrorIs(t, commit(3), ErrDiskFull)
 
+	// Resumes 10% above the watermark (hysteresis), by itself.
+	free.Store(54 << 20)
+	clock.Add(int64(diskCheckInterval))
+	require.ErrorIs(t, db.IngestError(), ErrDiskFull)
 	free.Store(60 << 20)
 	clock.Add(int64(diskCheckInterval))
 	require.NoError(t, db.IngestError())
@@ -284,4 +289,22 @@ func TestDiskWatermark(t *testing.T) {
 	db.Flush()
 	_, got := selectAll(t, db, baseTime, baseTime+10, nil, anyName)
 	requireSamples(t, []sample{{baseTime + 1, 1}, {baseTime + 4, 4}}, got[`{__name__="up"}`])
+
+	// What commits booked in the last seconds counts until
+	// VictoriaMetrics has surely written it: 1 MiB above the watermark
+	// takes one commit of 40,000 samples (640 KB booked), not two.
+	clock.Add(diskPendingSeconds * int64(time.Second))
+	free.Store(51 << 20)
+	require.NoError(t, db.IngestError())
+	big := func() error {
+		app := db.AppenderV2(context.Background())
+		for i := range 40_000 {
+			_, err := app.Append(0, labels.FromStrings("__name__", "big", "i", itoa(i%100)), 0, baseTime+int64(i), 1, nil, nil, promstorage.AOptions{})
+			require.NoError(t, err)
+		}
+		return app.Commit()
+	}
+	require.NoError(t, big())
+	clock.Add(int64(diskCheckInterval))
+	require.ErrorIs(t, big(), ErrDiskFull, "the first commit's bytes are still pending")
 }
