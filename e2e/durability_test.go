@@ -135,6 +135,12 @@ func requireAcked(t *testing.T, p *proc, c *pushClient) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+	if len(missing) > 0 {
+		_, r := p.get("/api/v1/series", url.Values{"match[]": {`{__name__=~"durability_.*"}`}})
+		t.Logf("DEBUG series: %.600s", r.Data)
+		_, r = p.get("/api/v1/query", url.Values{"query": {`count by (__name__) ({__name__=~"durability_.*"})`}})
+		t.Logf("DEBUG count: %s", r.Data)
+	}
 	require.Empty(t, missing, "client %s: %d of %d acknowledged samples missing", c.name, len(missing), len(c.acked))
 }
 
