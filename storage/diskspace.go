@@ -32,9 +32,11 @@ const diskCheckInterval = 250 * time.Millisecond
 // the free space on top of what statfs says: VictoriaMetrics keeps rows
 // and index items in memory for up to 2 s + 5 s (plus the time a flush
 // takes) before their files show in statfs, and that delay let a fill
-// outrun the watermark in the tmpfs test. Counting them twice once they
-// are written errs on the side of refusing early.
-const diskPendingSeconds = 10
+// outrun the watermark in the tmpfs test, and its pending rows were seen
+// to wait longer than 10 s on a nearly full disk, so they count for 30 s.
+// Counting them twice once they are written errs on the side of refusing
+// early.
+const diskPendingSeconds = 30
 
 // diskGuard is the free-disk watermark of one DB. Below the watermark
 // Commit refuses new samples with ErrDiskFull; above it again they are
@@ -54,6 +56,8 @@ type diskGuard struct {
 	// diskPendingSeconds (a ring indexed by the Unix second).
 	pending  [diskPendingSeconds]diskPending
 	readOnly atomic.Bool
+	// entered is set when the guard turns read-only, until takeEntered.
+	entered  atomic.Bool
 	lastFree atomic.Uint64
 
 	rejected prometheus.Counter
@@ -121,7 +125,9 @@ func (g *diskGuard) reserve(n uint64, self bool) error {
 		limit += g.minFree / 10
 	}
 	if free < limit+n {
-		g.readOnly.Store(true)
+		if !g.readOnly.Swap(true) {
+			g.entered.Store(true)
+		}
 		if self && free >= g.minFree/2+n {
 			g.bookLocked(now, n)
 			return nil
@@ -193,3 +199,7 @@ func (g *diskGuard) collectors() []prometheus.Collector {
 		}, func() float64 { return float64(g.minFree) }),
 	}
 }
+
+// takeEntered reports (once) that the guard turned read-only since the
+// last call.
+func (g *diskGuard) takeEntered() bool { return g.entered.Swap(false) }

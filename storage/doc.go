@@ -251,7 +251,7 @@
 // self-alert on appliance_storage_read_only can fire; VictoriaMetrics'
 // own read-only mode, which stops its merges, starts there too. Above the
 // watermark again (plus 10%, so that it does not flap) commits are taken
-// at once. Bytes a commit booked count against the free space for 10 s,
+// at once. Bytes a commit booked count against the free space for 30 s,
 // until VictoriaMetrics has surely written them (statfs does not see rows
 // it still holds in memory); a new series books 6 bytes of index per byte
 // of its name. IngestError reports the state

@@ -303,6 +303,13 @@ func (db *DB) logCommit(a *appender) error {
 	newNames := db.names.takeNewNameBytes()
 	need := uint64(len(a.rows))*walBytesPerSample + newNames*indexBytesPerNameByte
 	if err := db.disk.reserve(need, a.self); err != nil {
+		if db.disk.takeEntered() {
+			// Make what was acknowledged before the watermark searchable
+			// now: VictoriaMetrics' own flush of its pending rows was seen
+			// to stall for more than 10 s on a nearly full disk
+			// (e2e TestDiskFullTurnsReadOnly). Commit holds the read lock.
+			db.vm.DebugFlush()
+		}
 		db.names.newNameBytes.Add(newNames) // not stored: book them with the next commit
 		db.metrics.appendErrors(reasonDiskFull, len(a.rows))
 		db.disk.rejected.Add(float64(len(a.rows)))
@@ -326,7 +333,11 @@ func (db *DB) logCommit(a *appender) error {
 // ErrDiskFull error with the free bytes and the limit. /-/ready and the
 // HTTP ingest ask it.
 func (db *DB) IngestError() error {
-	return db.disk.status()
+	err := db.disk.status()
+	if err != nil && db.disk.takeEntered() {
+		db.Flush() // see logCommit
+	}
+	return err
 }
 
 // openWAL opens the write-ahead log under Options.Path and replays what
