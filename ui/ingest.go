@@ -175,7 +175,7 @@ func (s *Server) guardRemoteWrite(next http.Handler) http.Handler {
 		}
 		ref := &ingestRefusal{}
 		r = r.WithContext(context.WithValue(r.Context(), ingestRefusalKey{}, ref))
-		bw := &bufferedResponse{header: w.Header()}
+		bw := &heldResponse{header: w.Header()}
 		next.ServeHTTP(bw, r)
 		switch {
 		case ref.code == http.StatusServiceUnavailable:
@@ -188,29 +188,29 @@ func (s *Server) guardRemoteWrite(next http.Handler) http.Handler {
 	})
 }
 
-// bufferedResponse holds a handler's answer until guardRemoteWrite knows
+// heldResponse holds a handler's answer until guardRemoteWrite knows
 // whether to replace it. Remote-write answers are a few bytes.
-type bufferedResponse struct {
+type heldResponse struct {
 	header http.Header
 	code   int
 	body   bytes.Buffer
 }
 
-func (b *bufferedResponse) Header() http.Header { return b.header }
-func (b *bufferedResponse) WriteHeader(code int) {
+func (b *heldResponse) Header() http.Header { return b.header }
+func (b *heldResponse) WriteHeader(code int) {
 	if b.code == 0 {
 		b.code = code
 	}
 }
 
-func (b *bufferedResponse) Write(p []byte) (int, error) {
+func (b *heldResponse) Write(p []byte) (int, error) {
 	if b.code == 0 {
 		b.code = http.StatusOK
 	}
 	return b.body.Write(p)
 }
 
-func (b *bufferedResponse) flush(w http.ResponseWriter) {
+func (b *heldResponse) flush(w http.ResponseWriter) {
 	if b.code == 0 {
 		b.code = http.StatusOK
 	}
