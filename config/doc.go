@@ -14,6 +14,7 @@
 //	  path: data                  # relative to the working directory, like --data
 //	  retention: {raw: 7d, 1m: 30d, 5m: 90d}
 //	  memory_budget: 512MiB       # 0 or absent: sized from the box's memory
+//	  min_free_disk: 100MB        # below it ingest answers 503; 0 or absent: 100MB
 //	query:                        # Prometheus' defaults for its --query.* flags
 //	  timeout: 2m
 //	  max_samples: 50000000

@@ -37,6 +37,10 @@ type StorageConfig struct {
 	// MemoryBudget caps the memory of the storage's caches; 0 sizes them
 	// from the memory of the box.
 	MemoryBudget Bytes `yaml:"memory_budget,omitempty"`
+	// MinFreeDisk is the free-disk watermark: below it ingest answers 503
+	// and scrapes are dropped until space is freed; 0 means the storage's
+	// default (100MB, VictoriaMetrics' own).
+	MinFreeDisk Bytes `yaml:"min_free_disk,omitempty"`
 }
 
 // RetentionConfig says how long each tier keeps data. A coarser tier keeps
@@ -61,6 +65,7 @@ func (c *StorageConfig) UnmarshalYAML(unmarshal func(any) error) error {
 			FiveMinute *model.Duration `yaml:"5m"`
 		} `yaml:"retention"`
 		MemoryBudget Bytes `yaml:"memory_budget"`
+		MinFreeDisk  Bytes `yaml:"min_free_disk"`
 	}
 	if err := unmarshal(&in); err != nil {
 		return err
@@ -70,6 +75,7 @@ func (c *StorageConfig) UnmarshalYAML(unmarshal func(any) error) error {
 		c.Path = in.Path
 	}
 	c.MemoryBudget = in.MemoryBudget
+	c.MinFreeDisk = in.MinFreeDisk
 
 	r := in.Retention
 	tiers := []struct {

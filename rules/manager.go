@@ -191,7 +191,7 @@ func (m *Manager) Prepare(cfg Config) (*Prepared, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var packNames []string
-	for _, p := range cfg.Packs {
+	for _, p := range withDefaultPacks(cfg.Packs) {
 		if _, ok := Pack(p); !ok {
 			// The command refuses unknown names when it loads a config
 			// (against PackNames); a Config made otherwise may still

@@ -64,8 +64,8 @@ func TestUpdateKeepsRulesOnError(t *testing.T) {
 	require.NoError(t, m.Update(cfg))
 	require.Empty(t, groupNames(m), "nothing runs before Run")
 	run(t, m)
-	require.Eventually(t, func() bool { return len(groupNames(m)) == 4 }, 10*time.Second, 10*time.Millisecond)
-	want := map[string]bool{file + " a": true, "pack:gpu gpu": true, "pack:probes probes": true, warmupID + " appliance-warmup": true}
+	require.Eventually(t, func() bool { return len(groupNames(m)) == 6 }, 10*time.Second, 10*time.Millisecond)
+	want := map[string]bool{file + " a": true, "pack:gpu gpu": true, "pack:probes probes": true, "pack:appliance appliance-storage": true, "pack:appliance appliance-downsample": true, warmupID + " appliance-warmup": true}
 	require.Equal(t, want, groupNames(m))
 
 	require.NoError(t, os.WriteFile(file, []byte(`groups:
@@ -78,7 +78,7 @@ func TestUpdateKeepsRulesOnError(t *testing.T) {
 	err := m.Update(cfg)
 	require.ErrorContains(t, err, file+`:6: group "a", rule 1, "Down": severity "sev1": want P0, P1 or P2`)
 	require.Equal(t, want, groupNames(m))
-	require.Len(t, m.AlertingRules(), 8, "Down, the three gpu rules and the four probes rules")
+	require.Len(t, m.AlertingRules(), 13, "Down, the three gpu rules, the four probes rules and the five of the always-on appliance pack")
 }
 
 func TestRunStopsWhenContextEnds(t *testing.T) {

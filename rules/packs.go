@@ -33,3 +33,15 @@ func Pack(name string) ([]byte, bool) {
 	data, err := packs.ReadFile("packs/" + name + ".yml")
 	return data, err == nil
 }
+
+// alwaysOn are the packs loaded whatever rule_packs says: the appliance's
+// alerts about itself (disk full, samples not stored).
+const alwaysOn = "appliance"
+
+// withDefaultPacks is names with the always-on packs added.
+func withDefaultPacks(names []string) []string {
+	if slices.Contains(names, alwaysOn) {
+		return names
+	}
+	return append(slices.Clone(names), alwaysOn)
+}

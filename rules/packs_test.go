@@ -53,6 +53,7 @@ func TestPacksPassPromtool(t *testing.T) {
 			}
 		}
 	}
-	// Only the cross-instance rule of vllm needs an extension.
-	require.Equal(t, []string{"vllm"}, withExt)
+	// Only the cross-instance rule of vllm needs an extension, and the
+	// appliance pack turns the warm-up off.
+	require.Equal(t, []string{"appliance", "vllm"}, withExt)
 }

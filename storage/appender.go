@@ -26,12 +26,16 @@ const (
 	reasonInvalidLabels   = "invalid_labels"   // no labels, or a label VM cannot encode
 	reasonClosed          = "closed"           // Commit after Close
 	reasonWrite           = "write"            // VictoriaMetrics failed to add rows (disk)
+	reasonDiskFull        = "disk_full"        // free disk below storage.min_free_disk; ErrDiskFull
+	reasonWAL             = "wal"              // the write-ahead log could not be written
 )
 
 // AppenderV2 returns an appender for one scrape, rule evaluation or
 // remote-write request. It buffers samples until Commit.
-func (db *DB) AppenderV2(_ context.Context) promstorage.AppenderV2 {
-	return db.newAppender()
+func (db *DB) AppenderV2(ctx context.Context) promstorage.AppenderV2 {
+	a := db.newAppender()
+	a.sync = syncCommit(ctx)
+	return a
 }
 
 // Appender returns a Prometheus v1 appender (the rules manager uses it).
@@ -64,8 +68,14 @@ func (db *DB) newAppender() *appender {
 type appender struct {
 	db *DB
 
-	rows    []vmstorage.MetricRow
+	rows []vmstorage.MetricRow
+	// refs are the rows' series refs, for the WAL's records.
+	refs    []uint64
 	scratch []byte
+	// sync asks Commit to fsync the WAL (WithSyncCommit); replay marks
+	// the appender of WAL replay, whose Commit does not log again.
+	// self marks the appliance's own samples (Options.SelfMonitoring).
+	sync, replay, self bool
 
 	minT, maxT int64
 
@@ -79,8 +89,13 @@ func (a *appender) release() {
 	if cap(a.rows) > maxPooledRows {
 		a.rows = nil
 	}
+	if cap(a.refs) > maxPooledRows {
+		a.refs = nil
+	}
 	clear(a.rows) // drop references to cached names
 	a.rows = a.rows[:0]
+	a.refs = a.refs[:0]
+	a.sync, a.replay, a.self = false, false, false
 	a.meta = a.meta[:0]
 	a.lastFamily, a.lastMeta = "", metadata.Metadata{}
 	a.droppedNaN, a.dropOOB = 0, 0
@@ -110,7 +125,7 @@ func (a *appender) appendFloat(ref promstorage.SeriesRef, ls labels.Labels, t in
 	a.scratch = scratch
 	if err != nil {
 		a.db.metrics.appendErrors(reasonInvalidLabels, 1)
-		return 0, fmt.Errorf("series %s: %w", ls, err)
+		return 0, fmt.Errorf("series %s: %w", SeriesPrefix(ls), err)
 	}
 	if t < a.minT || t > a.maxT {
 		a.dropOOB++
@@ -122,7 +137,12 @@ func (a *appender) appendFloat(ref promstorage.SeriesRef, ls labels.Labels, t in
 		a.droppedNaN++
 		return ref, nil
 	}
+	if len(a.rows) == 0 && a.db.opts.SelfMonitoring != nil {
+		// One scrape is one target: its first series says whose it is.
+		a.self = a.db.opts.SelfMonitoring(ls)
+	}
 	a.rows = append(a.rows, vmstorage.MetricRow{MetricNameRaw: raw, Timestamp: t, Value: v})
+	a.refs = append(a.refs, uint64(ref))
 	return ref, nil
 }
 
@@ -172,6 +192,11 @@ func (a *appender) Commit() (err error) {
 	}
 	if len(a.rows) == 0 {
 		return nil
+	}
+	// Acknowledged means durable: the samples reach the WAL before
+	// anything else (and before Commit returns to the HTTP handler).
+	if err := db.logCommit(a); err != nil {
+		return err
 	}
 
 	now := db.now().UnixMilli()

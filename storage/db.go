@@ -14,6 +14,7 @@ import (
 
 	vmstorage "github.com/VictoriaMetrics/VictoriaMetrics/lib/storage"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/prometheus/model/labels"
 	promstorage "github.com/prometheus/prometheus/storage"
 	"go.etcd.io/bbolt"
 )
@@ -96,6 +97,24 @@ type Options struct {
 	// Open refuses, since alerts' state, silences and the notification
 	// log would be gone unnoticed (see CheckStateFile).
 	StartFresh bool
+
+	// MinFreeDisk is the free-disk watermark (storage.min_free_disk): below
+	// it Commit refuses samples with ErrDiskFull. 0 means
+	// DefaultMinFreeDisk, a negative value turns the watermark off.
+	MinFreeDisk int64
+	// FreeDiskBytes reads the free space of the filesystem holding a path;
+	// nil means statfs. Tests inject a source.
+	FreeDiskBytes func(path string) (uint64, error)
+	// SelfMonitoring tells, from the first series of a commit, the
+	// appliance's own samples (its self-scrape): below MinFreeDisk they are
+	// still taken down to half of it, so the self-alert on
+	// appliance_storage_read_only can fire. The HTTP ingest checks the
+	// watermark before it appends, so only scrapes and rules get here.
+	// nil: none are.
+	SelfMonitoring func(first labels.Labels) bool
+	// DisableWAL turns the write-ahead log off (benchmarks compare): a
+	// commit is then durable only on VictoriaMetrics' own schedule.
+	DisableWAL bool
 }
 
 // DefaultOptions returns the options the appliance runs with; set Path.
@@ -151,6 +170,12 @@ type DB struct {
 	minT, maxT atomic.Int64
 
 	metrics *dbMetrics
+
+	// wal is the write-ahead log of committed samples (nil when
+	// Options.DisableWAL); disk is the free-disk watermark. See wal.go.
+	wal         *wal
+	disk        *diskGuard
+	walReplayed prometheus.Counter
 }
 
 // Open opens or creates the storage under opts.Path. It starts no goroutines
@@ -195,7 +220,7 @@ func Open(opts Options) (db *DB, err error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	if err := vmInit(opts.MemoryBudget, opts.Logger); err != nil {
+	if err := vmInit(opts.MemoryBudget, opts.MinFreeDisk, opts.Logger); err != nil {
 		return nil, fmt.Errorf("open storage: %w", err)
 	}
 
@@ -254,7 +279,14 @@ func Open(opts Options) (db *DB, err error) {
 	}
 	db.minT.Store(math.MaxInt64)
 	db.maxT.Store(math.MinInt64)
+	db.disk = newDiskGuard(opts.Path, opts.MinFreeDisk, opts.FreeDiskBytes)
 	db.metrics = newDBMetrics(db, opts.Registerer)
+	db.metrics.collectors = append(db.metrics.collectors, db.durabilityCollectors()...)
+	if err := db.openWAL(); err != nil {
+		db.metrics.reg = nil // nothing registered yet
+		_ = db.Close()
+		return nil, fmt.Errorf("open storage: %w", err)
+	}
 	if err := db.metrics.register(); err != nil {
 		db.metrics.reg = nil // nothing to unregister
 		_ = db.Close()
@@ -350,6 +382,12 @@ func (db *DB) Close() (err error) {
 			if e := os.RemoveAll(filepath.Join(ts.path, vmCacheDir)); e != nil {
 				err = errors.Join(err, fmt.Errorf("remove tier %s caches: %w", ts.tier, e))
 			}
+		}
+	}
+	if db.wal != nil {
+		// Only after every tier wrote everything may the WAL go.
+		if e := db.wal.close(err == nil); e != nil {
+			err = errors.Join(err, e)
 		}
 	}
 	if e := db.state.Close(); e != nil {

@@ -28,13 +28,13 @@ func newDBMetrics(db *DB, reg prometheus.Registerer) *dbMetrics {
 		}),
 		appendErrorsVec: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "appliance_storage_append_errors_total",
-			Help: "Samples not stored, by reason (out_of_bounds, nan, native_histogram, invalid_labels, closed, write).",
+			Help: "Samples not stored, by reason (out_of_bounds, nan, native_histogram, invalid_labels, closed, write, disk_full, wal).",
 		}, []string{"reason"}),
 		vm: &vmCollector{db: db},
 	}
 	// Resolve the children once: appendErrors runs on the append path.
 	m.appendErrorsBy = make(map[string]prometheus.Counter)
-	for _, r := range []string{reasonOutOfBounds, reasonNaN, reasonNativeHistogram, reasonInvalidLabels, reasonClosed, reasonWrite} {
+	for _, r := range []string{reasonOutOfBounds, reasonNaN, reasonNativeHistogram, reasonInvalidLabels, reasonClosed, reasonWrite, reasonDiskFull, reasonWAL} {
 		m.appendErrorsBy[r] = m.appendErrorsVec.WithLabelValues(r)
 	}
 	activeSeries := prometheus.NewGaugeFunc(prometheus.GaugeOpts{

@@ -2,7 +2,6 @@ package storage
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"math"
 	"sync"
@@ -14,10 +13,10 @@ import (
 
 // errLabelTooLong is returned for a label name or value VictoriaMetrics
 // cannot encode (its raw names use 16-bit lengths).
-var errLabelTooLong = errors.New("label name or value longer than 65535 bytes")
+var errLabelTooLong = fmt.Errorf("%w: label name or value longer than 65535 bytes", ErrInvalidSeries)
 
 // errNoLabels is returned for a sample without any non-empty label.
-var errNoLabels = errors.New("series has no labels")
+var errNoLabels = fmt.Errorf("%w: series has no labels", ErrInvalidSeries)
 
 // collisionRefBit marks SeriesRefs handed out for a label set whose hash
 // collides with another cached label set: such refs come from a counter,
@@ -42,7 +41,15 @@ type seriesCache struct {
 	collisionsMu  sync.Mutex
 	collisions    map[string]uint64
 	nextCollision atomic.Uint64
+
+	// newNameBytes sums the raw names added to the cache since the last
+	// takeNewNameBytes: series likely new to the index, which the
+	// free-disk watermark books (diskspace.go).
+	newNameBytes atomic.Uint64
 }
+
+// takeNewNameBytes returns and resets newNameBytes.
+func (c *seriesCache) takeNewNameBytes() uint64 { return c.newNameBytes.Swap(0) }
 
 const seriesCacheShards = 16
 
@@ -94,6 +101,9 @@ func (c *seriesCache) resolve(ls labels.Labels, scratch []byte) (ref uint64, raw
 	if err != nil {
 		return 0, nil, scratch, err
 	}
+	if err := checkIndexedSize(ls); err != nil {
+		return 0, nil, scratch, err
+	}
 	ref = ls.Hash() &^ collisionRefBit
 	if ref == 0 {
 		ref = 1
@@ -115,6 +125,7 @@ func (c *seriesCache) resolve(ls labels.Labels, scratch []byte) (ref uint64, raw
 	}
 	sh.put(ref, raw, c.maxPerShard)
 	sh.mu.Unlock()
+	c.newNameBytes.Add(uint64(len(raw)))
 	return ref, raw, scratch, nil
 }
 
@@ -169,7 +180,7 @@ func marshalRawName(dst []byte, ls labels.Labels) ([]byte, error) {
 			name = ""
 		}
 		if len(name) > math.MaxUint16 || len(l.Value) > math.MaxUint16 {
-			err = fmt.Errorf("%w: %.64s...", errLabelTooLong, l.Name)
+			err = fmt.Errorf("%w: label %.64s", errLabelTooLong, l.Name)
 			return
 		}
 		dst = append(dst, byte(len(name)>>8), byte(len(name)))

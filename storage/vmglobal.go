@@ -12,6 +12,7 @@ import (
 
 	"github.com/VictoriaMetrics/VictoriaMetrics/lib/logger"
 	"github.com/VictoriaMetrics/VictoriaMetrics/lib/memory"
+	vmstorage "github.com/VictoriaMetrics/VictoriaMetrics/lib/storage"
 )
 
 // VictoriaMetrics' lib/ packages keep process-wide state: they register
@@ -47,7 +48,7 @@ func defaultMemoryBudget() int64 {
 
 // vmInit applies the process-wide VictoriaMetrics settings. It must run
 // before the first MustOpenStorage.
-func vmInit(budget int64, l *slog.Logger) error {
+func vmInit(budget, minFreeDisk int64, l *slog.Logger) error {
 	if l != nil {
 		vmLog.Store(l)
 	}
@@ -84,6 +85,13 @@ func vmInit(budget int64, l *slog.Logger) error {
 		}
 		logger.SetOutputForTests(vmLogWriter{})
 		_ = memory.Allowed()
+		// VictoriaMetrics' own read-only mode stops its merges (which
+		// would panic on ENOSPC) at half of the appliance's watermark,
+		// below which Commit already refuses new samples (diskspace.go).
+		if minFreeDisk == 0 {
+			minFreeDisk = DefaultMinFreeDisk
+		}
+		vmstorage.SetFreeDiskSpaceLimit(max(minFreeDisk/2, 0))
 	})
 	return err
 }

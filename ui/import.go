@@ -18,6 +18,8 @@ import (
 	"github.com/prometheus/prometheus/model/textparse"
 	"github.com/prometheus/prometheus/model/value"
 	"github.com/prometheus/prometheus/storage"
+
+	appstorage "github.com/aiserve/appliance/storage"
 )
 
 // importSample is one parsed sample of an import body.
@@ -54,15 +56,31 @@ func (s *Server) importPrometheus(c echo.Context) error {
 		return apiError(c, http.StatusBadRequest, "bad_data", err.Error())
 	}
 
-	app := s.opts.Storage.AppenderV2(req.Context())
+	if err := s.ingestBlocked(); err != nil {
+		_, herr := s.importError(c, err, len(samples), "")
+		return herr
+	}
+	limits := s.labelLimits()
+	// Fsynced before the 204: the sender may drop its copy.
+	app := s.opts.Storage.AppenderV2(appstorage.WithSyncCommit(req.Context()))
 	for _, smp := range samples {
-		if _, err := app.Append(0, smp.lset, 0, smp.t, smp.v, nil, nil, storage.AOptions{}); err != nil {
+		err := limits.check(smp.lset)
+		if err == nil {
+			_, err = app.Append(0, smp.lset, 0, smp.t, smp.v, nil, nil, storage.AOptions{})
+		}
+		if err != nil {
 			_ = app.Rollback()
+			if ok, herr := s.importError(c, err, len(samples), fmt.Sprintf("sample @%d", smp.t)); ok {
+				return herr
+			}
 			return apiError(c, http.StatusBadRequest, "bad_data",
-				fmt.Sprintf("sample %s @%d: %s; nothing of this body was stored", smp.lset, smp.t, err))
+				fmt.Sprintf("sample %s @%d: %s; nothing of this body was stored", appstorage.SeriesPrefix(smp.lset), smp.t, err))
 		}
 	}
 	if err := app.Commit(); err != nil {
+		if ok, herr := s.importError(c, err, len(samples), "store samples"); ok {
+			return herr
+		}
 		return apiError(c, http.StatusInternalServerError, "internal", "store samples: "+err.Error())
 	}
 	for family, m := range meta {

@@ -37,7 +37,7 @@ func (s *Server) mountPrometheusAPI(e *echo.Echo) {
 	api := apiv1.NewAPI(
 		o.Engine,
 		o.Storage,
-		o.Storage,
+		ingestAppendable{s}, // remote write: fsync, label limits, 400/503 (ingest.go)
 		o.Storage,
 		func(context.Context) apiv1.ScrapePoolsRetriever { return o.Targets },
 		func(context.Context) apiv1.TargetRetriever { return o.Targets },
@@ -100,7 +100,7 @@ func (s *Server) mountPrometheusAPI(e *echo.Echo) {
 	e.Any("/api/v1/*", echo.WrapHandler(prom))
 
 	limit := s.limitBody
-	e.POST("/api/v1/write", echo.WrapHandler(prom), s.ingestGate, limit)
+	e.POST("/api/v1/write", echo.WrapHandler(s.guardRemoteWrite(prom)), s.ingestGate, limit)
 	e.POST("/api/v1/import/prometheus", s.importPrometheus, s.ingestGate, limit)
 	e.GET("/api/v1/status/config", s.statusConfig)
 	e.GET("/api/v1/metadata", s.metadata)

@@ -91,6 +91,10 @@ type Options struct {
 	// ProbeTargets lists the probes, so that services name theirs; nil
 	// for none.
 	ProbeTargets func() []ProbeTarget
+	// LabelLimits returns the label limits pushed series must keep (the
+	// global section's label_limit, label_name_length_limit,
+	// label_value_length_limit); nil means none.
+	LabelLimits func() LabelLimits
 }
 
 // DefaultMaxRequestBodyBytes bounds ingest request bodies when Options
@@ -114,6 +118,7 @@ type Server struct {
 	ingestMu      sync.Mutex
 	ingestStopped bool
 	ingestWG      sync.WaitGroup
+	ingest        *ingestMetrics
 }
 
 // New builds the server and binds its listener, so a port in use is an
@@ -134,7 +139,7 @@ func New(opts Options) (*Server, error) {
 	if opts.Registerer == nil {
 		opts.Registerer = prometheus.NewRegistry()
 	}
-	s := &Server{opts: opts, logger: opts.Logger, started: time.Now()}
+	s := &Server{opts: opts, logger: opts.Logger, started: time.Now(), ingest: newIngestMetrics(opts.Registerer)}
 	s.echo = s.routes()
 	if opts.ListenAddress != "" {
 		ln, err := net.Listen("tcp", opts.ListenAddress)
@@ -237,6 +242,10 @@ func (s *Server) routes() *echo.Echo {
 	e.GET("/-/ready", func(c echo.Context) error {
 		if !s.ready.Load() || s.stopping.Load() {
 			return c.String(http.StatusServiceUnavailable, "Service Unavailable\n")
+		}
+		if err := s.ingestBlocked(); err != nil {
+			// Queries still answer; ingest does not.
+			return c.String(http.StatusServiceUnavailable, "Service Unavailable: "+err.Error()+"\n")
 		}
 		return c.String(http.StatusOK, "Appliance is Ready.\n")
 	})

@@ -121,7 +121,7 @@ func loadConfig(f runFlags) (*config.Config, error) {
 
 func restartOnly(old, cfg *config.Config) []string {
 	var keys []string
-	if old.Storage.Path != cfg.Storage.Path || old.Storage.Retention != cfg.Storage.Retention || old.Storage.MemoryBudget != cfg.Storage.MemoryBudget {
+	if old.Storage.Path != cfg.Storage.Path || old.Storage.Retention != cfg.Storage.Retention || old.Storage.MemoryBudget != cfg.Storage.MemoryBudget || old.Storage.MinFreeDisk != cfg.Storage.MinFreeDisk {
 		keys = append(keys, "storage")
 	}
 	if old.Web.ListenAddress != cfg.Web.ListenAddress || old.Web.MaxRequestBodyBytes != cfg.Web.MaxRequestBodyBytes {

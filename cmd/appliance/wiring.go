@@ -50,6 +50,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	promconfig "github.com/prometheus/prometheus/config"
+	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/aiserve/appliance/config"
 	"github.com/aiserve/appliance/downsample"
@@ -134,6 +135,8 @@ func newAppliance(cfg *config.Config, f runFlags, logger *slog.Logger) (_ *appli
 		sopts.Retention5m = r
 	}
 	sopts.MemoryBudget = int64(cfg.Storage.MemoryBudget)
+	sopts.MinFreeDisk = int64(cfg.Storage.MinFreeDisk)
+	sopts.SelfMonitoring = selfScrape
 	sopts.Logger = logger.With("component", "storage")
 	sopts.Registerer = a.reg
 	sopts.StartFresh = f.startFresh
@@ -237,6 +240,11 @@ func newAppliance(cfg *config.Config, f runFlags, logger *slog.Logger) (_ *appli
 		MaxRequestBodyBytes: int64(cfg.Web.MaxRequestBodyBytes),
 		DashboardsDir:       cfg.UI.DashboardsDir,
 		ProbeTargets:        a.probeTargets,
+		// Pushed series keep the global label limits, as scraped ones do.
+		LabelLimits: func() ui.LabelLimits {
+			g := a.cfg.Load().Global
+			return ui.LabelLimits{Count: int(g.LabelLimit), NameLength: int(g.LabelNameLengthLimit), ValueLength: int(g.LabelValueLengthLimit)}
+		},
 	})
 	if err != nil {
 		return nil, err
@@ -454,4 +462,10 @@ func (a *appliance) reload() error {
 	a.reloadTime.SetToCurrentTime()
 	a.logger.Info("config reloaded", "file", a.flags.config, "scrape_jobs", len(cfg.ScrapeConfigs))
 	return nil
+}
+
+// selfScrape tells the appliance's own scrape (job "appliance", which the
+// default config has) from the rest, for storage.Options.SelfMonitoring.
+func selfScrape(first labels.Labels) bool {
+	return first.Get("job") == "appliance"
 }
