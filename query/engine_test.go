@@ -62,7 +62,8 @@ func TestConcurrencySlots(t *testing.T) {
 	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 	defer cancel()
 	_, err = s.Insert(short, "c")
-	require.ErrorIs(t, err, context.DeadlineExceeded)
+	var timeout promql.ErrQueryTimeout
+	require.ErrorAs(t, err, &timeout, "a full queue is a timeout, which the API answers 503")
 
 	s.Delete(0)
 	_, err = s.Insert(ctx, "d")

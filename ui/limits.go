@@ -7,6 +7,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/prometheus/prometheus/promql"
+	"github.com/prometheus/prometheus/promql/parser"
 )
 
 // Request bounds that do not depend on the route table: they wrap the
@@ -95,4 +98,14 @@ func acquire(ctx context.Context, sem chan struct{}) bool {
 	case <-ctx.Done():
 		return false
 	}
+}
+
+// engineParser is the engine's parser, with its bounds on query text, for
+// the API's own parsing (format_query, parse_query, series matchers); nil
+// takes Prometheus' default.
+func engineParser(e promql.QueryEngine) parser.Parser {
+	if p, ok := e.(interface{ Parser() parser.Parser }); ok {
+		return p.Parser()
+	}
+	return nil
 }
