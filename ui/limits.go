@@ -17,9 +17,10 @@ import (
 // path (/api/v1/%77rite) is bounded like the plain one.
 
 // DefaultOtherBodyBytes bounds the body of requests that are not ingest
-// (queries posted as forms, silences, dashboards, reloads): 4 MiB is far
+// (queries posted as forms, alerts, silences, dashboards): 8 MiB, the
+// Alertmanager API's own bound, is far
 // above any of them (a query is at most query.DefaultMaxQueryLength).
-const DefaultOtherBodyBytes = 4 << 20
+const DefaultOtherBodyBytes = 8 << 20
 
 // DefaultMaxConcurrentImports bounds the text imports decoded at once.
 // An import holds about 16 times its body while it is decoded, so two
