@@ -440,7 +440,7 @@ func (c *Config) String() string {
 	if err != nil {
 		return fmt.Sprintf("<error creating config string: %v>", err)
 	}
-	return string(b)
+	return RedactURLPasswords(string(b))
 }
 
 // PrometheusConfig returns a Prometheus configuration holding the global

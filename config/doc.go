@@ -29,8 +29,12 @@
 //	  listen_address: ":9090"     # --listen overrides
 //	  external_url: ""
 //	  basic_auth_users: {admin: <bcrypt hash>}
-//	  tls_server_config: {cert_file: ..., key_file: ..., client_ca_file: ..., client_auth_type: ...}
+//	  tls_server_config: {cert_file: ..., key_file: ..., client_ca_file: ..., client_auth_type: ..., min_version: TLS12, cipher_suites: [...]}
 //	  max_request_body_bytes: 32MiB   # remote write and import bodies
+//	  max_connections: 512        # lowered to half the open files limit
+//	  read_timeout: 1m            # a whole request, body included
+//	  write_timeout: 0            # 0: query.timeout + 1m
+//	  idle_timeout: 2m            # keep-alive connections
 //	ui:
 //	  dashboards_dir: dashboards  # user dashboards (YAML/JSON), relative to this file (ui.go)
 //

@@ -102,7 +102,7 @@ func (c *ProbeConfig) UnmarshalYAML(unmarshal func(any) error) error {
 // (auto-detection) call it.
 func (c *ProbeConfig) Validate() error {
 	if c.Name == "" {
-		return fmt.Errorf("probe with url %q: name is required", c.URL)
+		return fmt.Errorf("probe with url %q: name is required", RedactURLPasswords(c.URL))
 	}
 	if !utf8.ValidString(c.Name) {
 		return fmt.Errorf("probe name %q is not valid UTF-8", c.Name)
@@ -112,7 +112,7 @@ func (c *ProbeConfig) Validate() error {
 	}
 	u, err := url.Parse(c.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("probe %s: url %q is not an http:// or https:// URL with a host", c.Name, c.URL)
+		return fmt.Errorf("probe %s: url %q is not an http:// or https:// URL with a host", c.Name, RedactURLPasswords(c.URL))
 	}
 	if c.Interval == 0 {
 		c.Interval = DefaultProbeInterval
@@ -183,7 +183,7 @@ func (c *ProbeConfig) validateLLM(u *url.URL) error {
 		return err
 	}
 	if c.APIPath(u) == "" {
-		return fmt.Errorf("probe %s: url %q must end in one of %s for kind llm", c.Name, c.URL, strings.Join(LLMEndpoints, ", "))
+		return fmt.Errorf("probe %s: url %q must end in one of %s for kind llm", c.Name, RedactURLPasswords(c.URL), strings.Join(LLMEndpoints, ", "))
 	}
 	for _, k := range []struct {
 		key string

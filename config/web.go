@@ -9,9 +9,13 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"regexp"
 	"sort"
+	"strings"
+	"time"
 
 	commoncfg "github.com/prometheus/common/config"
+	"github.com/prometheus/common/model"
 	"golang.org/x/crypto/bcrypt"
 )
 
@@ -19,6 +23,9 @@ import (
 var DefaultWebConfig = WebConfig{
 	ListenAddress:       ":9090",
 	MaxRequestBodyBytes: 32 << 20,
+	MaxConnections:      512,
+	ReadTimeout:         model.Duration(time.Minute),
+	IdleTimeout:         model.Duration(2 * time.Minute),
 }
 
 // WebConfig is the web section. Its auth keys follow Prometheus' web
@@ -33,6 +40,25 @@ type WebConfig struct {
 	// MaxRequestBodyBytes bounds the body of ingest requests (remote
 	// write, import).
 	MaxRequestBodyBytes Bytes `yaml:"max_request_body_bytes"`
+
+	// MaxConnections bounds the connections served at once, as
+	// Prometheus' --web.max-connections (default 512). It is lowered
+	// further when the file descriptor limit is low, so that sockets
+	// never take the descriptors the storage needs.
+	MaxConnections int `yaml:"max_connections"`
+	// ReadTimeout bounds reading one request, body included (default
+	// 1m: a 32 MiB import needs 0.6 MB/s; a client sending its body
+	// slower is closed).
+	ReadTimeout model.Duration `yaml:"read_timeout"`
+	// WriteTimeout bounds one request from the end of its headers to the
+	// end of the answer. 0 (the default) takes query.timeout plus one
+	// minute, so that no query the engine allows is cut off.
+	WriteTimeout model.Duration `yaml:"write_timeout,omitempty"`
+	// IdleTimeout closes a keep-alive connection that sends no new
+	// request (default 2m, longer than the 90 s Go and Grafana clients
+	// keep idle connections, so the server does not close one a client
+	// is about to reuse).
+	IdleTimeout model.Duration `yaml:"idle_timeout"`
 }
 
 // TLSServerConfig serves HTTPS. Relative paths are resolved against the
@@ -45,6 +71,52 @@ type TLSServerConfig struct {
 	// NoClientCert (default), RequestClientCert, RequireAnyClientCert,
 	// VerifyClientCertIfGiven, RequireAndVerifyClientCert.
 	ClientAuthType string `yaml:"client_auth_type,omitempty"`
+	// MinVersion is the lowest TLS version offered, as in Prometheus'
+	// web config: TLS12 (default) or TLS13.
+	MinVersion string `yaml:"min_version,omitempty"`
+	// CipherSuites lists the TLS 1.2 suites offered, by Go's names
+	// (tls.CipherSuiteName); empty offers Go's secure default suites
+	// without CBC-SHA1. TLS 1.3 suites are not configurable.
+	CipherSuites []string `yaml:"cipher_suites,omitempty"`
+}
+
+var tlsVersions = map[string]uint16{"": tls.VersionTLS12, "TLS12": tls.VersionTLS12, "TLS13": tls.VersionTLS13}
+
+// defaultCipherSuites are the TLS 1.2 suites offered when cipher_suites is
+// empty: forward secret AEAD suites only (no CBC, no SHA-1), as Mozilla's
+// intermediate profile.
+var defaultCipherSuites = []uint16{
+	tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,
+	tls.TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,
+	tls.TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,
+	tls.TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,
+	tls.TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256,
+	tls.TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256,
+}
+
+// cipherSuites maps the configured names to Go's suite IDs; insecure
+// suites (tls.InsecureCipherSuites) are refused.
+func cipherSuites(names []string) ([]uint16, error) {
+	if len(names) == 0 {
+		return defaultCipherSuites, nil
+	}
+	known := map[string]uint16{}
+	for _, cs := range tls.CipherSuites() {
+		known[cs.Name] = cs.ID
+	}
+	ids := make([]uint16, 0, len(names))
+	for _, n := range names {
+		id, ok := known[n]
+		if !ok {
+			var all []string
+			for _, cs := range tls.CipherSuites() {
+				all = append(all, cs.Name)
+			}
+			return nil, fmt.Errorf("unknown or insecure cipher suite %q; want one of %s", n, strings.Join(all, ", "))
+		}
+		ids = append(ids, id)
+	}
+	return ids, nil
 }
 
 var clientAuthTypes = map[string]tls.ClientAuthType{
@@ -88,6 +160,20 @@ func (c *WebConfig) UnmarshalYAML(unmarshal func(any) error) error {
 	if c.MaxRequestBodyBytes <= 0 {
 		return fieldErrorf([]string{"max_request_body_bytes"}, "max_request_body_bytes must be greater than 0")
 	}
+	if c.MaxConnections <= 0 {
+		return fieldErrorf([]string{"max_connections"}, "max_connections must be greater than 0 (default 512)")
+	}
+	for _, d := range []struct {
+		key string
+		v   model.Duration
+	}{{"read_timeout", c.ReadTimeout}, {"write_timeout", c.WriteTimeout}, {"idle_timeout", c.IdleTimeout}} {
+		if d.v < 0 {
+			return fieldErrorf([]string{d.key}, "%s must not be negative", d.key)
+		}
+	}
+	if c.ReadTimeout == 0 || c.IdleTimeout == 0 {
+		return fieldErrorf([]string{"read_timeout"}, "read_timeout and idle_timeout must be greater than 0: without them a client can hold a connection forever")
+	}
 	return nil
 }
 
@@ -116,6 +202,12 @@ func (c *TLSServerConfig) UnmarshalYAML(unmarshal func(any) error) error {
 	case !verifies && c.ClientCAFile != "":
 		return fieldErrorf(key("client_ca_file"), "tls_server_config: client_ca_file is set but client_auth_type does not verify client certificates; set client_auth_type: RequireAndVerifyClientCert")
 	}
+	if _, ok := tlsVersions[c.MinVersion]; !ok {
+		return fieldErrorf(key("min_version"), "tls_server_config: invalid min_version %q; want TLS12 or TLS13", c.MinVersion)
+	}
+	if _, err := cipherSuites(c.CipherSuites); err != nil {
+		return fieldErrorf(key("cipher_suites"), "tls_server_config: %v", err)
+	}
 	return nil
 }
 
@@ -126,10 +218,15 @@ func (c *TLSServerConfig) TLSConfig() (*tls.Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load TLS certificate %q and key %q: %w", c.CertFile, c.KeyFile, err)
 	}
+	suites, err := cipherSuites(c.CipherSuites)
+	if err != nil {
+		return nil, err
+	}
 	cfg := &tls.Config{
 		Certificates: []tls.Certificate{cert},
 		ClientAuth:   clientAuthTypes[c.ClientAuthType],
-		MinVersion:   tls.VersionTLS12,
+		MinVersion:   tlsVersions[c.MinVersion],
+		CipherSuites: suites,
 	}
 	if c.ClientCAFile != "" {
 		pem, err := os.ReadFile(c.ClientCAFile)
@@ -183,4 +280,16 @@ func checkFileExists(key, path string) string {
 	default:
 		return fmt.Sprintf("%s %q: %v", key, path, err)
 	}
+}
+
+// userinfoPassword matches the password of a URL's userinfo
+// (scheme://user:password@host) inside any text.
+var userinfoPassword = regexp.MustCompile(`(://[^/\s:@"'<>]*):[^/\s@"'<>]+@`)
+
+// RedactURLPasswords replaces the password of every URL in s
+// (http://u:pass@host) with <secret>: http://u:<secret>@host. The config
+// printed by String and anything that shows a configured URL passes its
+// text through it.
+func RedactURLPasswords(s string) string {
+	return userinfoPassword.ReplaceAllString(s, "$1:<secret>@")
 }

@@ -30,9 +30,14 @@ type Options struct {
 	// core, at most 4; 1 turns splitting off). Each part has the whole
 	// MaxSamples; a split query takes one MaxConcurrent slot.
 	SplitParallelism int
+	// MaxQueryLength and MaxQueryDepth bound the query text (see
+	// DefaultMaxQueryLength, DefaultMaxQueryDepth); past them a query is
+	// refused before it is parsed.
+	MaxQueryLength, MaxQueryDepth int
 }
 
-// DefaultOptions returns Prometheus' defaults.
+// DefaultOptions returns Prometheus' defaults, and the appliance's bounds
+// on query text (Prometheus has none).
 func DefaultOptions() Options {
 	return Options{
 		Timeout:          2 * time.Minute,
@@ -40,6 +45,8 @@ func DefaultOptions() Options {
 		MaxConcurrent:    20,
 		LookbackDelta:    5 * time.Minute,
 		SplitParallelism: defaultSplitParallelism(),
+		MaxQueryLength:   DefaultMaxQueryLength,
+		MaxQueryDepth:    DefaultMaxQueryDepth,
 	}
 }
 
@@ -59,6 +66,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.SplitParallelism <= 0 {
 		o.SplitParallelism = defaultSplitParallelism()
+	}
+	if o.MaxQueryLength <= 0 {
+		o.MaxQueryLength = DefaultMaxQueryLength
+	}
+	if o.MaxQueryDepth <= 0 {
+		o.MaxQueryDepth = DefaultMaxQueryDepth
 	}
 	return o
 }
@@ -84,7 +97,11 @@ func New(opts Options, logger *slog.Logger, reg prometheus.Registerer) *Engine {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	p := parser.NewParser(parser.Options{})
+	p := limitedParser{
+		Parser:    parser.NewParser(parser.Options{}),
+		maxLength: opts.MaxQueryLength,
+		maxDepth:  opts.MaxQueryDepth,
+	}
 	e := &Engine{opts: opts, parser: p}
 	// Prometheus ties this to the global evaluation_interval (default 1m).
 	e.subqueryStepMs.Store(time.Minute.Milliseconds())
@@ -140,10 +157,21 @@ func (s *slots) Insert(ctx context.Context, _ string) (int, error) {
 	case s.sem <- struct{}{}:
 		return 0, nil
 	case <-ctx.Done():
-		return 0, errors.Join(errors.New("waiting for a free query slot"), ctx.Err())
+		// Prometheus' API answers these 503 (timeout) and 499-like
+		// "canceled", as Prometheus does for a full queue.
+		return 0, slotErr(ctx.Err())
 	}
 }
 
 func (s *slots) Delete(int) { <-s.sem }
 
 func (s *slots) Close() error { return nil }
+
+// slotErr is the error of a query that did not get a slot in time: the
+// engine's timeout or cancellation, so that the API answers 503.
+func slotErr(err error) error {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return promql.ErrQueryTimeout("waiting for a free query slot (query.max_concurrency)")
+	}
+	return promql.ErrQueryCanceled("waiting for a free query slot")
+}

@@ -86,8 +86,12 @@ func (e *Engine) newSplitQuery(ctx context.Context, q storage.Queryable, opts pr
 // Exec runs the parts concurrently and joins their series. The first
 // error, in time order, is the query's error.
 func (sq *splitQuery) Exec(ctx context.Context) *promql.Result {
+	// The wait for a slot counts in the timeout, as for a whole query,
+	// and the parts share what is left of it.
+	ctx, cancel := context.WithTimeout(ctx, sq.e.opts.Timeout)
+	defer cancel()
 	if _, err := sq.e.slots.Insert(ctx, sq.qs); err != nil {
-		return &promql.Result{Err: promql.ErrQueryCanceled(err.Error())}
+		return &promql.Result{Err: err}
 	}
 	defer sq.e.slots.Delete(0)
 	results := make([]*promql.Result, len(sq.parts))

@@ -69,7 +69,7 @@ load 1m
 	require.Nil(t, q)
 	q, err = small.NewRangeQuery(ctx, st, nil, `sum_over_time(http_requests_total[1h])`, start, end, step)
 	require.NoError(t, err)
-	_, isSplit := q.(*splitQuery)
+	_, isSplit := q.(deadlineQuery).Query.(*splitQuery)
 	require.True(t, isSplit)
 	res := q.Exec(ctx)
 	var tooMany promql.ErrTooManySamples

@@ -25,21 +25,53 @@ type TierPlanner interface {
 // NewInstantQuery adapts the query to the tiers it will read, then hands
 // it to Prometheus' engine.
 func (e *Engine) NewInstantQuery(ctx context.Context, q storage.Queryable, opts promql.QueryOpts, qs string, ts time.Time) (promql.Query, error) {
+	deadline := time.Now().Add(e.opts.Timeout)
+	ctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
 	qs, opts = e.forTiers(ctx, q, opts, qs, ts, ts, 0)
-	return e.Engine.NewInstantQuery(ctx, q, opts, qs, ts)
+	return withDeadline(e.Engine.NewInstantQuery(ctx, q, opts, qs, ts))(deadline)
 }
 
 // NewRangeQuery adapts the query to the tiers it will read, then hands it
 // to Prometheus' engine, split into parts that run in parallel when it is
 // long (see splitParts).
 func (e *Engine) NewRangeQuery(ctx context.Context, q storage.Queryable, opts promql.QueryOpts, qs string, start, end time.Time, interval time.Duration) (promql.Query, error) {
+	deadline := time.Now().Add(e.opts.Timeout)
+	ctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
 	qs, opts = e.forTiers(ctx, q, opts, qs, start, end, interval)
 	if expr, err := e.parser.ParseExpr(qs); err == nil {
 		if n := e.splitParts(expr, start, end, interval); n > 1 {
-			return e.newSplitQuery(ctx, q, opts, qs, start, end, interval, n)
+			return withDeadline(e.newSplitQuery(ctx, q, opts, qs, start, end, interval, n))(deadline)
 		}
 	}
-	return e.Engine.NewRangeQuery(ctx, q, opts, qs, start, end, interval)
+	return withDeadline(e.Engine.NewRangeQuery(ctx, q, opts, qs, start, end, interval))(deadline)
+}
+
+// withDeadline makes a query's execution end by the deadline set when it
+// was made. Prometheus' engine waits for a concurrency slot twice: once
+// to prepare the query (with no timeout at all) and once to run it (with
+// the whole timeout), so a queued query could overrun its timeout; with
+// one deadline from the start, the waits count in the timeout.
+func withDeadline(q promql.Query, err error) func(time.Time) (promql.Query, error) {
+	return func(deadline time.Time) (promql.Query, error) {
+		if err != nil {
+			return nil, err
+		}
+		return deadlineQuery{Query: q, deadline: deadline}, nil
+	}
+}
+
+// deadlineQuery runs a query by its deadline.
+type deadlineQuery struct {
+	promql.Query
+	deadline time.Time
+}
+
+func (q deadlineQuery) Exec(ctx context.Context) *promql.Result {
+	ctx, cancel := context.WithDeadline(ctx, q.deadline)
+	defer cancel()
+	return q.Query.Exec(ctx)
 }
 
 // forTiers returns the query text and options to run over q: the planner

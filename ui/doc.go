@@ -47,6 +47,11 @@
 // scheme as Prometheus' web config) and TLS.
 //
 // Request bodies of the ingest endpoints are limited to
-// Options.MaxRequestBodyBytes; a larger one is refused with 413 before
-// anything is written.
+// Options.MaxRequestBodyBytes, those of other requests to
+// Options.OtherBodyBytes, by the decoded path (limits.go); a larger one is
+// refused with 413 before anything is written. The server holds at most
+// Options.MaxConnections connections, closing the one idle longest when
+// full (connlimit.go), and times out slow reads, writes and idle
+// keep-alives. Users and TLS files change on reload (webreload.go);
+// bcrypt checks run one at a time (auth.go).
 package ui

@@ -84,7 +84,7 @@ func (s *Server) mountPrometheusAPI(e *echo.Echo) {
 		nil,
 		nil,
 		apiv1.OpenAPIOptions{},
-		nil,
+		engineParser(o.Engine), // with the engine's bounds on query text
 		false,
 		0,
 	)

@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -83,8 +84,30 @@ type Options struct {
 	BasicAuthUsers map[string]string
 	// TLS, when set, serves HTTPS.
 	TLS *tls.Config
+	// CertFile and KeyFile, with TLS, are re-read when they change, so
+	// a renewed certificate is served without a restart; empty serves
+	// TLS.Certificates as they are.
+	CertFile, KeyFile string
 	// MaxRequestBodyBytes bounds ingest bodies (default 32 MiB).
 	MaxRequestBodyBytes int64
+	// OtherBodyBytes bounds the bodies of other requests (default
+	// DefaultOtherBodyBytes).
+	OtherBodyBytes int64
+	// MaxConcurrentImports bounds the imports decoded at once (default
+	// DefaultMaxConcurrentImports).
+	MaxConcurrentImports int
+
+	// MaxConnections caps the connections held open (default 512); it is
+	// lowered to half of FileLimit, so that sockets never take the file
+	// descriptors the storage needs.
+	MaxConnections int
+	// FileLimit is the process's limit of open files (RaiseFileLimit);
+	// 0 for unknown.
+	FileLimit uint64
+	// ReadTimeout, WriteTimeout and IdleTimeout are http.Server's
+	// (defaults DefaultReadTimeout, DefaultWriteTimeout,
+	// DefaultIdleTimeout).
+	ReadTimeout, WriteTimeout, IdleTimeout time.Duration
 
 	// DashboardsDir holds user dashboards (ui.dashboards_dir); "" for none.
 	DashboardsDir string
@@ -110,7 +133,14 @@ type Server struct {
 	echo     *echo.Echo
 	ready    atomic.Bool
 	listener net.Listener
+	limiter  *connLimiter
 	started  time.Time
+	handler  http.Handler
+
+	auth *authenticator
+	tls  atomic.Pointer[tlsState]
+	// evicted counts idle connections closed to make room.
+	evicted prometheus.Counter
 
 	// stopping turns /-/ready to 503 while queries are still answered.
 	stopping atomic.Bool
@@ -139,19 +169,65 @@ func New(opts Options) (*Server, error) {
 	if opts.Registerer == nil {
 		opts.Registerer = prometheus.NewRegistry()
 	}
-	s := &Server{opts: opts, logger: opts.Logger, started: time.Now(), ingest: newIngestMetrics(opts.Registerer)}
+	if opts.OtherBodyBytes <= 0 {
+		opts.OtherBodyBytes = DefaultOtherBodyBytes
+	}
+	if opts.MaxConcurrentImports <= 0 {
+		opts.MaxConcurrentImports = DefaultMaxConcurrentImports
+	}
+	if opts.MaxConnections <= 0 {
+		opts.MaxConnections = 512
+	}
+	opts.ReadTimeout = cmp.Or(opts.ReadTimeout, DefaultReadTimeout)
+	opts.WriteTimeout = cmp.Or(opts.WriteTimeout, DefaultWriteTimeout)
+	opts.IdleTimeout = cmp.Or(opts.IdleTimeout, DefaultIdleTimeout)
+	s := &Server{opts: opts, logger: opts.Logger, started: time.Now(), auth: newAuthenticator(), ingest: newIngestMetrics(opts.Registerer)}
+	next, err := s.PrepareWeb(WebSettings{BasicAuthUsers: opts.BasicAuthUsers, TLS: opts.TLS, CertFile: opts.CertFile, KeyFile: opts.KeyFile})
+	if err != nil {
+		return nil, err
+	}
+	s.ApplyWeb(next)
+	s.evicted = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "http_idle_connections_closed_total",
+		Help: "Idle HTTP connections closed to make room under web.max_connections.",
+	})
+	connCap := connectionCap(opts.MaxConnections, opts.FileLimit)
+	capGauge := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "http_max_connections",
+		Help: "The HTTP connections held open at most: web.max_connections, lowered to half the open files limit.",
+	})
+	capGauge.Set(float64(connCap))
+	if err := errors.Join(opts.Registerer.Register(s.evicted), opts.Registerer.Register(capGauge)); err != nil {
+		return nil, fmt.Errorf("register web metrics: %w", err)
+	}
+	if connCap < opts.MaxConnections {
+		s.logger.Warn("web.max_connections lowered to half the open files limit, so that connections never take the files the storage needs",
+			"max_connections", opts.MaxConnections, "open_files_limit", opts.FileLimit, "cap", connCap)
+	}
 	s.echo = s.routes()
+	s.handler = s.bounded(s.echo)
 	if opts.ListenAddress != "" {
 		ln, err := net.Listen("tcp", opts.ListenAddress)
 		if err != nil {
 			return nil, fmt.Errorf("listen on %s: %w", opts.ListenAddress, err)
 		}
+		s.limiter = newConnLimiter(ln, connCap, s.evicted.Inc)
+		s.listener = s.limiter
 		if opts.TLS != nil {
-			ln = tls.NewListener(ln, opts.TLS)
+			s.listener = tls.NewListener(s.limiter, &tls.Config{GetConfigForClient: s.tlsForClient})
 		}
-		s.listener = ln
 	}
 	return s, nil
+}
+
+// connectionCap is the connections served at once: the configured cap,
+// but at most half the open files limit, leaving the other half to the
+// storage, scrapes and notifications.
+func connectionCap(configured int, fileLimit uint64) int {
+	if fileLimit == 0 {
+		return configured
+	}
+	return max(1, min(configured, int(fileLimit/2)))
 }
 
 // Addr is the bound address (useful with port 0).
@@ -163,7 +239,7 @@ func (s *Server) Addr() net.Addr {
 }
 
 // Handler returns the whole HTTP handler (for tests).
-func (s *Server) Handler() http.Handler { return s.echo }
+func (s *Server) Handler() http.Handler { return s.handler }
 
 // SetReady marks the appliance ready (or not) to serve queries and ingest.
 func (s *Server) SetReady(r bool) { s.ready.Store(r) }
@@ -205,8 +281,12 @@ func (s *Server) Run(ctx context.Context) error {
 		return errors.New("ui: no listen address")
 	}
 	srv := &http.Server{
-		Handler:           s.echo,
-		ReadHeaderTimeout: 10 * time.Second,
+		Handler:           s.handler,
+		ReadHeaderTimeout: readHeaderTimeout,
+		ReadTimeout:       s.opts.ReadTimeout,
+		WriteTimeout:      s.opts.WriteTimeout,
+		IdleTimeout:       s.opts.IdleTimeout,
+		ConnState:         s.limiter.connState,
 		ErrorLog:          slog.NewLogLogger(s.logger.Handler(), slog.LevelDebug),
 	}
 	errc := make(chan error, 1)
@@ -232,9 +312,8 @@ func (s *Server) routes() *echo.Echo {
 	e.HideBanner = true
 	e.HidePort = true
 	e.HTTPErrorHandler = s.errorHandler
-	if len(s.opts.BasicAuthUsers) > 0 {
-		e.Use(basicAuth(s.opts.BasicAuthUsers))
-	}
+	// Always in place: a reload may turn auth on.
+	e.Use(s.auth.middleware)
 
 	e.GET("/-/healthy", func(c echo.Context) error {
 		return c.String(http.StatusOK, "Appliance is Healthy.\n")

@@ -7,8 +7,10 @@ import (
 	"io"
 	"log/slog"
 	"strconv"
+	"time"
 
 	"github.com/aiserve/appliance/config"
+	"github.com/aiserve/appliance/ui"
 )
 
 // runFlags are the flags shared by run and demo.
@@ -124,13 +126,44 @@ func restartOnly(old, cfg *config.Config) []string {
 	if old.Storage.Path != cfg.Storage.Path || old.Storage.Retention != cfg.Storage.Retention || old.Storage.MemoryBudget != cfg.Storage.MemoryBudget || old.Storage.MinFreeDisk != cfg.Storage.MinFreeDisk {
 		keys = append(keys, "storage")
 	}
-	if old.Web.ListenAddress != cfg.Web.ListenAddress || old.Web.MaxRequestBodyBytes != cfg.Web.MaxRequestBodyBytes {
+	// The users and the TLS files apply at once (webSettings); the rest
+	// of web binds the listener and the server.
+	ow, nw := old.Web, cfg.Web
+	if ow.ListenAddress != nw.ListenAddress || ow.MaxRequestBodyBytes != nw.MaxRequestBodyBytes ||
+		ow.MaxConnections != nw.MaxConnections || ow.ReadTimeout != nw.ReadTimeout ||
+		ow.WriteTimeout != nw.WriteTimeout || ow.IdleTimeout != nw.IdleTimeout {
 		keys = append(keys, "web")
 	}
 	if old.Query != cfg.Query {
 		keys = append(keys, "query")
 	}
 	return keys
+}
+
+// webSettings are the web settings a reload applies at once.
+func webSettings(w config.WebConfig) (ui.WebSettings, error) {
+	tlsCfg, err := serverTLS(w.TLSServerConfig)
+	if err != nil {
+		return ui.WebSettings{}, err
+	}
+	users := map[string]string{}
+	for u, h := range w.BasicAuthUsers {
+		users[u] = string(h)
+	}
+	ws := ui.WebSettings{BasicAuthUsers: users, TLS: tlsCfg}
+	if c := w.TLSServerConfig; c != nil {
+		ws.CertFile, ws.KeyFile = c.CertFile, c.KeyFile
+	}
+	return ws, nil
+}
+
+// webWriteTimeout is web.write_timeout, or query.timeout plus a minute
+// when it is left 0, so that no query the engine allows is cut off.
+func webWriteTimeout(cfg *config.Config, queryTimeout time.Duration) time.Duration {
+	if d := time.Duration(cfg.Web.WriteTimeout); d > 0 {
+		return d
+	}
+	return queryTimeout + time.Minute
 }
 
 // serverTLS builds the HTTPS settings, or nil for plain HTTP.

@@ -99,6 +99,12 @@ type actor struct {
 func newAppliance(cfg *config.Config, f runFlags, logger *slog.Logger) (_ *appliance, err error) {
 	a := &appliance{flags: f, logger: logger, reg: prometheus.NewRegistry()}
 	a.cfg.Store(cfg)
+	// Before the storage opens its files: the soft limit of open files
+	// up to the hard one; the web server keeps half of it for others.
+	fileLimit, err := ui.RaiseFileLimit()
+	if err != nil {
+		logger.Warn("cannot read the open files limit", "err", err)
+	}
 	a.reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
@@ -206,13 +212,9 @@ func newAppliance(cfg *config.Config, f runFlags, logger *slog.Logger) (_ *appli
 	}
 
 	// web
-	tlsCfg, err := serverTLS(cfg.Web.TLSServerConfig)
+	ws, err := webSettings(cfg.Web)
 	if err != nil {
 		return nil, err
-	}
-	users := map[string]string{}
-	for u, h := range cfg.Web.BasicAuthUsers {
-		users[u] = string(h)
 	}
 	a.web, err = ui.New(ui.Options{
 		ListenAddress:    cfg.Web.ListenAddress,
@@ -235,9 +237,16 @@ func newAppliance(cfg *config.Config, f runFlags, logger *slog.Logger) (_ *appli
 		// tiers that served a query and /api/v1/status/tiers.
 		Notify:              a.notifier,
 		Tiers:               a.db,
-		BasicAuthUsers:      users,
-		TLS:                 tlsCfg,
+		BasicAuthUsers:      ws.BasicAuthUsers,
+		TLS:                 ws.TLS,
+		CertFile:            ws.CertFile,
+		KeyFile:             ws.KeyFile,
 		MaxRequestBodyBytes: int64(cfg.Web.MaxRequestBodyBytes),
+		MaxConnections:      cfg.Web.MaxConnections,
+		FileLimit:           fileLimit,
+		ReadTimeout:         time.Duration(cfg.Web.ReadTimeout),
+		WriteTimeout:        webWriteTimeout(cfg, a.engine.Options().Timeout),
+		IdleTimeout:         time.Duration(cfg.Web.IdleTimeout),
 		DashboardsDir:       cfg.UI.DashboardsDir,
 		ProbeTargets:        a.probeTargets,
 		// Pushed series keep the global label limits, as scraped ones do.
@@ -433,6 +442,12 @@ func (a *appliance) reload() error {
 	if err != nil {
 		errs = append(errs, fmt.Errorf("probes: %w", err))
 	}
+	var webNext *ui.WebNext
+	if ws, err := webSettings(cfg.Web); err != nil {
+		errs = append(errs, fmt.Errorf("web: %w", err))
+	} else if webNext, err = a.web.PrepareWeb(ws); err != nil {
+		errs = append(errs, fmt.Errorf("web: %w", err))
+	}
 	if len(errs) > 0 {
 		return fail(errors.Join(errs...))
 	}
@@ -453,6 +468,8 @@ func (a *appliance) reload() error {
 	}
 	a.inputs.apply(cfg, probesNext, a.logger)
 	a.slo.apply(cfg)
+	// Users and TLS files: from the next request (handshake) on.
+	a.web.ApplyWeb(webNext)
 	a.engine.SetNoStepSubqueryInterval(time.Duration(cfg.Global.EvaluationInterval))
 	old := a.cfg.Swap(cfg)
 	if changed := restartOnly(old, cfg); len(changed) > 0 {

@@ -1,0 +1,112 @@
+package ui
+
+import (
+	"context"
+	"net/http"
+	"path"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/prometheus/promql"
+	"github.com/prometheus/prometheus/promql/parser"
+)
+
+// Request bounds that do not depend on the route table: they wrap the
+// whole handler and look at the decoded path (r.URL.Path), so an encoded
+// path (/api/v1/%77rite) is bounded like the plain one.
+
+// DefaultOtherBodyBytes bounds the body of requests that are not ingest
+// (queries posted as forms, alerts, silences, dashboards): 8 MiB, the
+// Alertmanager API's own bound, is far
+// above any of them (a query is at most query.DefaultMaxQueryLength).
+const DefaultOtherBodyBytes = 8 << 20
+
+// DefaultMaxConcurrentImports bounds the text imports decoded at once.
+// An import holds about 16 times its body while it is decoded, so two
+// 32 MiB imports hold about 1 GiB; others wait for a slot (as long as
+// their client waits).
+const DefaultMaxConcurrentImports = 2
+
+// Timeouts of the HTTP server when Options leaves them zero.
+const (
+	// DefaultReadTimeout bounds reading one request, body included: a
+	// 32 MiB import needs 0.6 MB/s, a slow-body (slowloris) client is
+	// closed after it.
+	DefaultReadTimeout = time.Minute
+	// DefaultIdleTimeout closes keep-alive connections idle longer than
+	// the 90 s Go's and Grafana's clients keep them.
+	DefaultIdleTimeout = 2 * time.Minute
+	// DefaultWriteTimeout bounds a request from its headers to the end
+	// of its answer: longer than Prometheus' default query timeout (2m).
+	DefaultWriteTimeout = 3 * time.Minute
+	// readHeaderTimeout bounds reading the headers (header slowloris).
+	readHeaderTimeout = 10 * time.Second
+)
+
+// isIngestPath reports whether a decoded, cleaned path takes samples.
+func isIngestPath(p string) bool {
+	return p == "/api/v1/write" || strings.HasPrefix(p, "/api/v1/import") || strings.HasPrefix(p, "/api/v1/otlp")
+}
+
+// bounded wraps the whole handler with the bounds that must hold on every
+// route: body limits by decoded path, the import slots, and a routing path
+// without needless escapes.
+func (s *Server) bounded(next http.Handler) http.Handler {
+	imports := make(chan struct{}, s.opts.MaxConcurrentImports)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// echo routes on the raw path when there is one, so that
+		// /api/v1/%77rite would miss the /api/v1/write route (and its
+		// limits) and reach Prometheus' router, which routes on the
+		// decoded path. Route on the decoded path unless it holds an
+		// escaped slash, whose meaning decoding would change.
+		if r.URL.RawPath != "" && !strings.Contains(strings.ToLower(r.URL.RawPath), "%2f") {
+			r.URL.RawPath = ""
+		}
+		p := path.Clean(r.URL.Path)
+		limit := int64(s.opts.OtherBodyBytes)
+		key := "web.max_request_body_bytes"
+		if isIngestPath(p) {
+			limit = s.opts.MaxRequestBodyBytes
+		} else {
+			key = "the limit for requests other than ingest"
+		}
+		if r.ContentLength > limit {
+			writeAPIError(w, http.StatusRequestEntityTooLarge, "bad_data",
+				"request body of "+strconv.FormatInt(r.ContentLength, 10)+" bytes exceeds the limit of "+
+					strconv.FormatInt(limit, 10)+" bytes ("+key+")")
+			return
+		}
+		if r.Body != nil && r.Body != http.NoBody {
+			r.Body = http.MaxBytesReader(w, r.Body, limit)
+		}
+		if strings.HasPrefix(p, "/api/v1/import") && r.Method == http.MethodPost {
+			if !acquire(r.Context(), imports) {
+				writeAPIError(w, http.StatusServiceUnavailable, "unavailable", "too many imports at once; retry later")
+				return
+			}
+			defer func() { <-imports }()
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// acquire takes a slot of sem, waiting as long as ctx allows.
+func acquire(ctx context.Context, sem chan struct{}) bool {
+	select {
+	case sem <- struct{}{}:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// engineParser is the engine's parser, with its bounds on query text, for
+// the API's own parsing (format_query, parse_query, series matchers); nil
+// takes Prometheus' default.
+func engineParser(e promql.QueryEngine) parser.Parser {
+	if p, ok := e.(interface{ Parser() parser.Parser }); ok {
+		return p.Parser()
+	}
+	return nil
+}
