@@ -130,6 +130,9 @@ func ShowcaseConfig(o ShowcaseOptions) string {
 	if o.Sidecar != nil {
 		fmt.Fprintf(&b, "alerting:\n  route:\n    receiver: demo-log\n    group_by: [alertname]\n    group_wait: 5s\n    group_interval: 30s\n    repeat_interval: 1h\n")
 		fmt.Fprintf(&b, "  receivers:\n    - name: demo-log\n      webhook_configs:\n        - url: %q\n", o.Sidecar.ReceiverURL())
+		// The weekly SLO report goes to the same log (the /reports page's
+		// "send now" has somewhere to send).
+		fmt.Fprintf(&b, "reports:\n  weekly:\n    receivers: [demo-log]\n")
 	}
 	return b.String()
 }

@@ -149,6 +149,7 @@ func TestShowcaseConfig(t *testing.T) {
 	require.Equal(t, ShowcaseAvailabilitySLO, cfg.SLOs[1].Name)
 	require.Equal(t, "availability", cfg.SLOs[1].Kind)
 	require.Equal(t, cfg.Probes[0].Name, cfg.SLOs[1].Probe)
+	require.Equal(t, []string{"demo-log"}, cfg.Reports.Weekly.Receivers)
 
 	f, errs := rulefile.Parse([]byte(ShowcaseRules))
 	require.Empty(t, errs)
