@@ -31,8 +31,10 @@ const (
 	ShowcaseProbeInterval     = 5 * time.Second
 	// ShowcaseLatencyThreshold is the latency SLO's threshold: a bucket
 	// bound of vllm:e2e_request_latency_seconds (requestTimeBuckets), as
-	// a latency SLO's threshold must be.
-	ShowcaseLatencyThreshold = 5 * time.Second
+	// a latency SLO's threshold must be. At normal load about 99% of the
+	// fleet's requests finish within it (66% within 5 s), so the SLO's 95%
+	// keeps most of its budget until an instance is slowed.
+	ShowcaseLatencyThreshold = 20 * time.Second
 )
 
 // The showcase's SLOs, so the /slo and /reports pages have data: one
@@ -120,7 +122,7 @@ func ShowcaseConfig(o ShowcaseOptions) string {
 			dur(ShowcaseProbeInterval), dur(ShowcaseProbeInterval), dur(ShowcaseTTFTThreshold), dur(ShowcaseDurationThreshold))
 	}
 	fmt.Fprintf(&b, "slos:\n")
-	fmt.Fprintf(&b, "  - name: %s\n    kind: latency\n    service: vllm\n    histogram: vllm:e2e_request_latency_seconds\n    selector: '{job=\"vllm\"}'\n    threshold: %s\n    objective: 99%%\n    window: 7d\n",
+	fmt.Fprintf(&b, "  - name: %s\n    kind: latency\n    service: vllm\n    histogram: vllm:e2e_request_latency_seconds\n    selector: '{job=\"vllm\"}'\n    threshold: %s\n    objective: 95%%\n    window: 7d\n",
 		ShowcaseLatencySLO, dur(ShowcaseLatencyThreshold))
 	fmt.Fprintf(&b, "  - name: %s\n    kind: availability\n    probe: %q\n    objective: 99.5%%\n    window: 7d\n", ShowcaseAvailabilitySLO, "vllm-0")
 	// The sidecar is the GPU; the appliance's own host readings stay on.
