@@ -328,7 +328,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	}
 	// /reports: the preview of this week's report lists both SLOs; "send
 	// now" sends last week's, which lands in the archive.
-	nav("/reports")
+	nav("/reports?refresh=off")
 	panels = checkPage("reports-before-send", 2, true)
 	for _, pn := range panels {
 		if pn.ID == "report-preview" {
@@ -336,8 +336,13 @@ func TestDashboardInBrowser(t *testing.T) {
 			require.Equal(t, "2", pn.Series)
 		}
 	}
+	// The answer sets the result and reloads the archive in one render,
+	// so once it reads "sent" the archive shown is the one after the send.
+	var lastWeek string
+	eval(`document.querySelector(".bar [data-testid=report-send]").dataset.week`, &lastWeek)
 	run(60*time.Second, "send now", chromedp.Click(chromedp.CSS(`.bar [data-testid="report-send"]`)),
-		chromedp.WaitReady(chromedp.CSS(`[data-panel="reports"][data-state="ready"] tr[data-week]`)))
+		chromedp.WaitReady(chromedp.CSS(`.bar [data-testid="report-send-result"][data-result="sent"]`)),
+		chromedp.WaitReady(chromedp.CSS(`[data-panel="reports"][data-state="ready"] tr[data-week="`+lastWeek+`"]`)))
 	check("reports", 2)
 
 	// Explore completes metric names from the label API.

@@ -72,7 +72,7 @@ function SendButton({ week, onSent }) {
       onSent && onSent();
     } catch (e) { setSt(e.message); }
   };
-  return html`<button data-testid="report-send" data-week=${week} onClick=${send} disabled=${st === "sending…"}>send now</button>${st && html` <span class=${st === "sent" || st === "sending…" ? "meta" : "err"} data-testid="report-send-result">${st}</span>`}`;
+  return html`<button data-testid="report-send" data-week=${week} onClick=${send} disabled=${st === "sending…"}>send now</button>${st && html` <span class=${st === "sent" || st === "sending…" ? "meta" : "err"} data-testid="report-send-result" data-result=${st === "sent" ? "sent" : st === "sending…" ? "sending" : "error"}>${st}</span>`}`;
 }
 
 // Preview is the next report: the current week so far, computed on
