@@ -29,6 +29,20 @@ const (
 	// ShowcaseDurationThreshold: 16 tokens take 150 ms + 15 x 20 ms = 0.45 s.
 	ShowcaseDurationThreshold = time.Second
 	ShowcaseProbeInterval     = 5 * time.Second
+	// ShowcaseLatencyThreshold is the latency SLO's threshold: a bucket
+	// bound of vllm:e2e_request_latency_seconds (requestTimeBuckets), as
+	// a latency SLO's threshold must be. At normal load about 99% of the
+	// fleet's requests finish within it (66% within 5 s), so the SLO's 95%
+	// keeps most of its budget until an instance is slowed.
+	ShowcaseLatencyThreshold = 20 * time.Second
+)
+
+// The showcase's SLOs, so the /slo and /reports pages have data: one
+// latency SLO on the fleet's e2e request latency and one availability
+// SLO on the first instance's probe.
+const (
+	ShowcaseLatencySLO      = "demo-e2e-latency"
+	ShowcaseAvailabilitySLO = "demo-probe-availability"
 )
 
 // ShowcaseRulePacks are the rule packs the showcase turns on.
@@ -107,6 +121,10 @@ func ShowcaseConfig(o ShowcaseOptions) string {
 			"vllm-"+strconv.Itoa(i), "http://"+t+"/v1/chat/completions", model,
 			dur(ShowcaseProbeInterval), dur(ShowcaseProbeInterval), dur(ShowcaseTTFTThreshold), dur(ShowcaseDurationThreshold))
 	}
+	fmt.Fprintf(&b, "slos:\n")
+	fmt.Fprintf(&b, "  - name: %s\n    kind: latency\n    service: vllm\n    histogram: vllm:e2e_request_latency_seconds\n    selector: '{job=\"vllm\"}'\n    threshold: %s\n    objective: 95%%\n    window: 7d\n",
+		ShowcaseLatencySLO, dur(ShowcaseLatencyThreshold))
+	fmt.Fprintf(&b, "  - name: %s\n    kind: availability\n    probe: %q\n    objective: 99.5%%\n    window: 7d\n", ShowcaseAvailabilitySLO, "vllm-0")
 	// The sidecar is the GPU; the appliance's own host readings stay on.
 	fmt.Fprintf(&b, "collectors:\n  gpu: false\n")
 	// The fleet is scraped and probed by the config: nothing to detect.
@@ -114,6 +132,9 @@ func ShowcaseConfig(o ShowcaseOptions) string {
 	if o.Sidecar != nil {
 		fmt.Fprintf(&b, "alerting:\n  route:\n    receiver: demo-log\n    group_by: [alertname]\n    group_wait: 5s\n    group_interval: 30s\n    repeat_interval: 1h\n")
 		fmt.Fprintf(&b, "  receivers:\n    - name: demo-log\n      webhook_configs:\n        - url: %q\n", o.Sidecar.ReceiverURL())
+		// The weekly SLO report goes to the same log (the /reports page's
+		// "send now" has somewhere to send).
+		fmt.Fprintf(&b, "reports:\n  weekly:\n    receivers: [demo-log]\n")
 	}
 	return b.String()
 }

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -302,6 +303,47 @@ func TestDashboardInBrowser(t *testing.T) {
 			require.Regexp(t, `^raw`, panels[0].Tiers)
 		}
 	}
+
+	// The SLO pages: the demo defines a latency and an availability SLO.
+	// /slo lists both, least budget left first, and charts their
+	// attainment (empty until the rules have recorded a window).
+	nav("/slo?from=now-15m&to=now")
+	panels := checkPage("slo", 1, true)
+	require.Equal(t, "slo-status", panels[0].ID)
+	require.Equal(t, "ready", panels[0].State, "slo status: %q", panels[0].Text)
+	require.Equal(t, "2", panels[0].Series)
+	var budgets []string
+	eval(`[...document.querySelectorAll("[data-panel=slo-status] tr[data-slo]")].map((r) => r.dataset.budgetLeft)`, &budgets)
+	require.Len(t, budgets, 2)
+	var prev float64 = -1e300
+	for _, v := range budgets {
+		if v == "" {
+			prev = 1e300 // no traffic: sorted last
+			continue
+		}
+		f, err := strconv.ParseFloat(v, 64)
+		require.NoError(t, err)
+		require.GreaterOrEqual(t, f, prev, "sorted by budget left: %v", budgets)
+		prev = f
+	}
+	// /reports: the preview of this week's report lists both SLOs; "send
+	// now" sends last week's, which lands in the archive.
+	nav("/reports?refresh=off")
+	panels = checkPage("reports-before-send", 2, true)
+	for _, pn := range panels {
+		if pn.ID == "report-preview" {
+			require.Equal(t, "ready", pn.State, "report preview: %q", pn.Text)
+			require.Equal(t, "2", pn.Series)
+		}
+	}
+	// The answer sets the result and reloads the archive in one render,
+	// so once it reads "sent" the archive shown is the one after the send.
+	var lastWeek string
+	eval(`document.querySelector(".bar [data-testid=report-send]").dataset.week`, &lastWeek)
+	run(60*time.Second, "send now", chromedp.Click(chromedp.CSS(`.bar [data-testid="report-send"]`)),
+		chromedp.WaitReady(chromedp.CSS(`.bar [data-testid="report-send-result"][data-result="sent"]`)),
+		chromedp.WaitReady(chromedp.CSS(`[data-panel="reports"][data-state="ready"] tr[data-week="`+lastWeek+`"]`)))
+	check("reports", 2)
 
 	// Explore completes metric names from the label API.
 	nav("/explore")

@@ -5,9 +5,10 @@ import { useContext, useEffect, useRef, useState } from "preact/hooks";
 import { instantQuery, PageCtx, Panel, rangeQuery, ResultChart, isHeatmap, MAX_SERIES } from "./chart.js";
 import { api, fmt, fmtAgo, fmtTime, isAbort, legendFor, navigate, num, withParams } from "./util.js";
 import { Completer } from "./complete.js";
+import { SLO_PAGES } from "./slo.js";
 
 // useAPI fetches one endpoint; reloads on deps and the refresh tick.
-function useAPI(path, qs, deps, fallback) {
+export function useAPI(path, qs, deps, fallback) {
   const ctx = useContext(PageCtx);
   const [st, setSt] = useState({ state: "loading" });
   const key = JSON.stringify([path, qs, deps]);
@@ -29,7 +30,7 @@ function useAPI(path, qs, deps, fallback) {
 
 // ListPanel is a panel fed by a non-PromQL endpoint (targets, alerts,
 // silences): the same data-panel/data-state contract, data-series = rows.
-function ListPanel({ id, title, st, rows, children, extra }) {
+export function ListPanel({ id, title, st, rows, children, extra }) {
   const state = st.state === "ready" ? (rows > 0 ? "ready" : "empty") : st.state;
   const attrs = state === "ready" ? { "data-series": String(rows), "data-tiers": st.tiers ? st.tiers.join(",") : "" } : {};
   return html`<section class="panel wide" data-panel=${id} data-state=${state} ...${attrs}>
@@ -366,4 +367,4 @@ function Explore({ p }) {
     </section>`;
 }
 
-export const PAGES = { "/": Overview, "/model": Model, "/probes": Probes, "/hardware": Hardware, "/targets": Targets, "/alerts": Alerts, "/explore": Explore };
+export const PAGES = { "/": Overview, "/model": Model, "/probes": Probes, "/hardware": Hardware, "/targets": Targets, "/alerts": Alerts, "/explore": Explore, ...SLO_PAGES };
