@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"net/url"
 	"path/filepath"
@@ -20,7 +19,7 @@ import (
 // probe and the dashboard API knows the services and their probes; after
 // POST /demo/control {"slow": 3} on one instance its probe's TTFT crosses
 // the threshold (the overview's amber), DemoProbeSlow fires as P1 for that
-// probe only (red, on /api/v1/alerts), the logging receiver logs it, and
+// probe (red, on /api/v1/alerts), the logging receiver logs it, and
 // the annotations carry the alert. Every wait is on the condition itself.
 func TestDemoShowcaseSlowAlerts(t *testing.T) {
 	dir := t.TempDir()
@@ -64,12 +63,23 @@ func TestDemoShowcaseSlowAlerts(t *testing.T) {
 	eventually(t, 60*time.Second, "amber: vllm-0's TTFT above its threshold", func() bool {
 		return len(p.instant(`probe_ttft_seconds{probe="vllm-0"} > on (probe) probe_ttft_threshold_seconds`, time.Time{})) == 1
 	})
-	eventually(t, 3*time.Minute, "red: DemoProbeSlow firing (P1)", func() bool {
-		return fmt.Sprint(firingSeverities(p.alerts("DemoProbeSlow"))) == "[P1]"
+	// The slowed probe's alert fires as P1. The other probe is not
+	// slowed, but on a starved machine its real TTFT can pass 300 ms too
+	// (seen at load 38 on 2 cores: 402 ms, pending), so only the slowed
+	// probe's alert is asserted; its state and severity must be exact.
+	eventually(t, 3*time.Minute, "red: DemoProbeSlow firing (P1) for vllm-0", func() bool {
+		for _, a := range p.alerts("DemoProbeSlow") {
+			if a.Labels["probe"] == "vllm-0" && a.State == "firing" {
+				return true
+			}
+		}
+		return false
 	})
-	as := p.alerts("DemoProbeSlow")
-	require.Len(t, as, 1)
-	require.Equal(t, "vllm-0", as[0].Labels["probe"])
+	for _, a := range p.alerts("DemoProbeSlow") {
+		if a.Labels["probe"] == "vllm-0" {
+			require.Equal(t, "P1", a.Labels["severity"], "%+v", a)
+		}
+	}
 	eventually(t, 60*time.Second, "the receiver logs the alert", func() bool {
 		return strings.Contains(p.Output(), `msg="demo receiver: would send"`) && strings.Contains(p.Output(), "alertname=DemoProbeSlow")
 	})
