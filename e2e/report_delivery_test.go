@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/mail"
+	"net/url"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -287,4 +289,135 @@ web: {external_url: "http://box.lab:9090/"}
 	require.Equal(t, 0, code)
 	require.Len(t, hook.payloads(), 2)
 	require.Len(t, smtp.got(), 2)
+}
+
+// annotationList reads GET /api/v1/appliance/annotations.
+type annotationItem struct {
+	ID     string            `json:"id"`
+	Time   float64           `json:"time"`
+	Kind   string            `json:"kind"`
+	Text   string            `json:"text"`
+	Tags   []string          `json:"tags"`
+	Labels map[string]string `json:"labels"`
+}
+
+func releases(t *testing.T, p *proc, from, to time.Time) []annotationItem {
+	t.Helper()
+	code, r := p.get("/api/v1/appliance/annotations", url.Values{
+		"from": {fmt.Sprint(from.Unix())}, "to": {fmt.Sprint(to.Unix())}, "tags": {"release"}})
+	require.Equal(t, http.StatusOK, code, r.Error)
+	var out []annotationItem
+	require.NoError(t, json.Unmarshal(r.Data, &out))
+	return out
+}
+
+// TestReleasesRecordedAndReported: through the running binary, a new
+// value of a target's version label is recorded as a release, a deploy
+// script posts one (bad bodies get 400 with the reason), both are listed
+// by GET from the state file across a restart, none twice, and the
+// weekly report lists them with the P95 before and after.
+func TestReleasesRecordedAndReported(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	cfg := writeConfig(t, dir, sloConfig)
+	p := start(t, cfg, data)
+
+	now := time.Now().Truncate(time.Second)
+	push := func(lines ...string) {
+		t.Helper()
+		code, body := p.post("/api/v1/import/prometheus", "text/plain", []byte(strings.Join(lines, "\n")+"\n"), nil)
+		require.Equal(t, http.StatusNoContent, code, body)
+	}
+	version := func(v string) string {
+		return fmt.Sprintf(`model_requests_total{job="vllm",instance="a",model="m",version=%q} 1 %d`, v, time.Now().UnixMilli())
+	}
+	// Two hours of requests: P95 at 1.0 s for the first hour and 1.5 s
+	// for the second.
+	var hist []string
+	var cum [3]float64
+	for i := 120; i >= 0; i-- {
+		ts := now.Add(-time.Duration(i) * time.Minute).UnixMilli()
+		share := [3]float64{95, 100, 100} // ≤1.0, ≤1.5, +Inf per 100 requests
+		if i < 60 {
+			share = [3]float64{90, 95, 100}
+		}
+		for j := range cum {
+			cum[j] += share[j]
+		}
+		for j, le := range []string{"1.0", "1.5", "+Inf"} {
+			hist = append(hist, fmt.Sprintf(`vllm:e2e_request_latency_seconds_bucket{job="vllm",instance="a",model_name="m",le=%q} %g %d`, le, cum[j], ts))
+		}
+	}
+	push(append(hist, version("1"))...)
+	eventually(t, 60*time.Second, "the release detector's baseline of vllm a", func() bool {
+		for _, l := range strings.Split(p.Output(), "\n") {
+			if strings.Contains(l, `msg="release detection follows a new target"`) && strings.Contains(l, " job=vllm instance=a ") {
+				return true
+			}
+		}
+		return false
+	})
+	push(version("2"))
+	eventually(t, 60*time.Second, "the release of version 2", func() bool { return len(releases(t, p, now.Add(-time.Hour), now.Add(time.Hour))) == 1 })
+	auto := releases(t, p, now.Add(-time.Hour), now.Add(time.Hour))[0]
+	require.Equal(t, "release: vllm a m 2 (was 1)", auto.Text)
+	require.Equal(t, "release", auto.Kind)
+	require.Equal(t, map[string]string{"job": "vllm", "instance": "a", "model": "m", "version": "2", "previous_version": "1"}, auto.Labels)
+
+	// A deploy script marks the release of an hour ago.
+	deployAt := now.Add(-time.Hour)
+	code, body := p.post("/api/v1/appliance/annotations", "application/json",
+		[]byte(fmt.Sprintf(`{"time": %d, "text": "deploy m v2", "tags": ["release"], "labels": {"model_name": "m"}}`, deployAt.Unix())), nil)
+	require.Equal(t, http.StatusOK, code, body)
+	code, body = p.post("/api/v1/appliance/annotations", "application/json", []byte(`{"text": "no time"}`), nil)
+	require.Equal(t, http.StatusBadRequest, code, body)
+	require.Contains(t, body, "time is required")
+	code, body = p.post("/api/v1/appliance/annotations", "application/json", []byte(`{"time": 1, "text": "x", "labels": {"a-b": "c"}}`), nil)
+	require.Equal(t, http.StatusBadRequest, code, body)
+	require.Contains(t, body, `label name \"a-b\" is not a label name`)
+
+	got := releases(t, p, now.Add(-2*time.Hour), now.Add(time.Hour))
+	require.Len(t, got, 2)
+	require.Equal(t, "deploy m v2", got[0].Text)
+	require.Equal(t, float64(deployAt.Unix()), got[0].Time)
+
+	// The weekly report of the deploy's week lists both, with P95 the
+	// day before and after the deploy.
+	year, wk := deployAt.UTC().ISOWeek()
+	week := fmt.Sprintf("%d-W%02d", year, wk)
+	out, err := exec.Command(binary, "report", "--config", cfg, "--week", week, "--timezone", "UTC", "--url", "http://"+p.addr, "--format", "json").CombinedOutput()
+	require.NoError(t, err, string(out))
+	var rep struct {
+		Releases []struct {
+			Text    string `json:"text"`
+			Latency []struct {
+				SLO    string   `json:"slo"`
+				Before *float64 `json:"p95_before"`
+				After  *float64 `json:"p95_after"`
+			} `json:"latency"`
+		} `json:"releases"`
+	}
+	require.NoError(t, json.Unmarshal(out, &rep), string(out))
+	require.Len(t, rep.Releases, 2, string(out))
+	dep := rep.Releases[0]
+	require.Equal(t, "deploy m v2", dep.Text)
+	require.Len(t, dep.Latency, 1)
+	require.NotNil(t, dep.Latency[0].Before)
+	require.NotNil(t, dep.Latency[0].After)
+	require.InDelta(t, 1.0, *dep.Latency[0].Before, 0.01, "P95 the hour before")
+	require.InDelta(t, 1.5, *dep.Latency[0].After, 0.01, "P95 the hour after")
+
+	// A restart: both are still listed, from the state file; version 3 is
+	// the next release, and version 2 was not recorded again before it.
+	code, _ = p.stop()
+	require.Equal(t, 0, code)
+	p = start(t, cfg, data)
+	require.Len(t, releases(t, p, now.Add(-2*time.Hour), now.Add(time.Hour)), 2)
+	push(version("3"))
+	eventually(t, 60*time.Second, "the release of version 3", func() bool {
+		return len(releases(t, p, now.Add(-2*time.Hour), time.Now().Add(time.Hour))) >= 3
+	})
+	got = releases(t, p, now.Add(-2*time.Hour), time.Now().Add(time.Hour))
+	require.Len(t, got, 3)
+	require.Equal(t, "release: vllm a m 3 (was 1, 2)", got[2].Text, "pushed series of version 1 are still within the lookback")
 }

@@ -166,7 +166,9 @@ func (d *ReleaseDetector) Detect(ctx context.Context) ([]Annotation, error) {
 	slices.Sort(keys)
 	seen := float64(now.UnixMilli()) / 1000
 	var out []Annotation
+	var followed []*target
 	err = d.Store.db.Update(func(tx *bolt.Tx) error {
+		followed = followed[:0]
 		b := tx.Bucket(bucketReleaseTargets)
 		for _, k := range keys {
 			tg := targets[k]
@@ -179,7 +181,9 @@ func (d *ReleaseDetector) Detect(ctx context.Context) ([]Annotation, error) {
 					return fmt.Errorf("release state of %s %s: %w", tg.job, tg.instance, err)
 				}
 			}
-			if prev != nil {
+			if prev == nil {
+				followed = append(followed, tg)
+			} else {
 				for _, a := range releasesBetween(tg.job, tg.instance, prev, &cur) {
 					if err := putAnnotation(tx, &a); err != nil {
 						return err
@@ -211,6 +215,12 @@ func (d *ReleaseDetector) Detect(ctx context.Context) ([]Annotation, error) {
 	})
 	if err != nil {
 		return nil, fmt.Errorf("record releases: %w", err)
+	}
+	if d.Logger != nil {
+		for _, tg := range followed {
+			d.Logger.Info("release detection follows a new target", "job", tg.job, "instance", tg.instance,
+				"versions", fmt.Sprint(tg.cur.Versions), "start", tg.cur.Start)
+		}
 	}
 	return out, nil
 }
