@@ -28,8 +28,10 @@ const releaseVersionsQuery = `group by (job, instance, model, model_name, versio
 	`{__name__!~"(go|python|process|appliance)_.*", version!=""} or ` +
 	`{__name__!~"(go|python|process|appliance)_.*", model_version!=""})`
 
-// releaseStartsQuery reads each target's process start.
-const releaseStartsQuery = `max by (job, instance) (process_start_time_seconds)`
+// releaseStartsQuery reads each target's process start, but the
+// appliance's own (its self-scrape job): its restarts are no model's
+// release.
+const releaseStartsQuery = `max by (job, instance) (process_start_time_seconds{job!="appliance"})`
 
 // releaseTarget is one target as the detector last saw it.
 type releaseTarget struct {

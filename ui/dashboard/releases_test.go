@@ -16,7 +16,7 @@ import (
 // TestReleaseDetector: a new value of a target's version label, and a
 // new process start of a target without one, are recorded once each as
 // releases in the state file; the first look only sets the baseline,
-// python_info's version is no release, and a new detector over the same
+// python_info's version and the appliance's own restart are no release, and a new detector over the same
 // state (a restart) records nothing again.
 func TestReleaseDetector(t *testing.T) {
 	db := storagetest.Open(t)
@@ -41,6 +41,8 @@ func TestReleaseDetector(t *testing.T) {
 			{labels.FromStrings("__name__", "vllm:num_requests_running", "job", "vllm", "instance", "b", "model_name", "llama"), 1},
 			{labels.FromStrings("__name__", "process_start_time_seconds", "job", "vllm", "instance", "b"), float64(vllmStart.Unix())},
 			{labels.FromStrings("__name__", "python_info", "job", "vllm", "instance", "b", "version", python), 1},
+			// The appliance's own process restarts with vLLM's: no release.
+			{labels.FromStrings("__name__", "process_start_time_seconds", "job", "appliance", "instance", "self"), float64(vllmStart.Unix())},
 		} {
 			_, err := app.Append(0, s.ls, ms, s.v)
 			require.NoError(t, err)
