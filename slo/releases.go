@@ -63,7 +63,7 @@ type ReleaseLatency struct {
 	AfterTotal  float64  `json:"requests_after"`
 }
 
-// releaseMatchLabels are the labels of a release that narrow the SLO's
+// releaseMatchers are the matchers of a release that narrow the SLO's
 // histogram to what was released: the target, and the SLO's by labels.
 func releaseMatchers(s *config.SLOConfig, ls map[string]string) string {
 	var ms []string
