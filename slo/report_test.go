@@ -96,6 +96,13 @@ func TestReportGolden(t *testing.T) {
 	require.NotContains(t, string(html), "<img")
 	require.Less(t, len(html), 100<<10, "HTML under 100 KB")
 
+	// The mail lists the releases too, without SVG.
+	mail, err := RenderEmailHTML(r)
+	require.NoError(t, err)
+	require.Contains(t, string(mail), ">Releases</h2>")
+	require.Contains(t, string(mail), "<td>deploy llama v2</td><td>chat-latency · model_name=llama</td><td align=\"right\">1.5 s</td><td align=\"right\">1 s</td><td align=\"right\">−33.3%</td>")
+	require.NotContains(t, string(mail), "<svg")
+
 	// The same report again gives the same bytes.
 	r2 := goldenReport(t, w, loc, now)
 	html2, err := RenderHTML(r2)
