@@ -34,6 +34,12 @@
 // fixed order, and the clock is the Report's GeneratedAt, which for a
 // week is its scheduled send time (ReportTime).
 //
+// The report lists the week's releases (ReportOptions.Releases: the
+// annotations tagged release of the state file, or through APISource the
+// running appliance's GET /api/v1/appliance/annotations) with each
+// latency SLO's P95 over ReleaseWindow before and after, narrowed to the
+// release's job, instance and the SLO's by labels where it names them.
+//
 // Archive keeps rendered reports in the state file (bucket slo_reports);
 // Reporter serves them, computing the weeks not archived; Scheduler sends
 // the due week once through an Outbox (notify's EnqueueOnce, whose key is

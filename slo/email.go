@@ -80,5 +80,11 @@ var emailTemplate = template.Must(template.New("email").Funcs(template.FuncMap{"
 <tr style="background:#fafafa"><th align="left">Severity</th><th align="left">Alert</th><th align="left">Instances</th><th align="left">Start</th><th align="right">Duration</th></tr>
 {{range .Incidents}}<tr><td>{{.Severity}}</td><td>{{.Alert}}</td><td>{{.Instances}}</td><td>{{.Start}}</td><td align="right">{{.Duration}}</td></tr>
 {{end}}</table>{{else}}<p>No alert fired this week.</p>{{end}}
+{{if .Releases}}<h2 style="font-size:16px;margin:20px 0 6px">Releases</h2>
+<table cellpadding="4" cellspacing="0" border="0" style="border-collapse:collapse">
+<tr style="background:#fafafa"><th align="left">Released</th><th align="left">Release</th><th align="left">SLO</th><th align="right">P95 before</th><th align="right">P95 after</th><th align="right">Change</th></tr>
+{{range .Releases}}{{$r := .}}{{range $i, $l := .Latency}}<tr><td>{{if eq $i 0}}{{$r.At}}{{end}}</td><td>{{if eq $i 0}}{{$r.Text}}{{end}}</td><td>{{$l.SLO}}{{with $l.Target}} · {{.}}{{end}}</td><td align="right">{{$l.Before}}</td><td align="right">{{$l.After}}</td><td align="right">{{$l.Change}}</td></tr>
+{{else}}<tr><td>{{$r.At}}</td><td>{{$r.Text}}</td><td colspan="4">no latency SLO traffic around it</td></tr>
+{{end}}{{end}}</table>{{end}}
 </body></html>
 `))

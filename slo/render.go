@@ -33,6 +33,7 @@ type view struct {
 	Probes    []probeRow
 	Incidents []incidentRow
 	Restarts  []restartRow
+	Releases  []releaseRow
 }
 
 type probeRow struct {
@@ -65,6 +66,15 @@ type incidentRow struct {
 
 type restartRow struct {
 	Instance, Job, At string
+}
+
+type releaseRow struct {
+	At, Text, Labels string
+	Latency          []releaseLatencyRow
+}
+
+type releaseLatencyRow struct {
+	SLO, Target, Before, After, Change string
 }
 
 func newView(r *Report) *view {
@@ -162,6 +172,20 @@ func newView(r *Report) *view {
 	for _, rs := range r.Restarts {
 		v.Restarts = append(v.Restarts, restartRow{Instance: rs.Instance, Job: rs.Job, At: rs.At.In(loc).Format("Mon 01-02 15:04")})
 	}
+	for _, rl := range r.Releases {
+		row := releaseRow{At: rl.At.In(loc).Format("Mon 01-02 15:04"), Text: rl.Text, Labels: fmtReleaseLabels(rl.Labels)}
+		for _, l := range rl.Latency {
+			lr := releaseLatencyRow{SLO: l.SLO, Target: fmtReleaseLabels(l.Labels), Before: "–", After: "–", Change: fmtChange(l.After, l.Before)}
+			if l.Before != nil {
+				lr.Before = fmtSeconds(*l.Before)
+			}
+			if l.After != nil {
+				lr.After = fmtSeconds(*l.After)
+			}
+			row.Latency = append(row.Latency, lr)
+		}
+		v.Releases = append(v.Releases, row)
+	}
 	return v
 }
 
@@ -244,6 +268,20 @@ func RenderMarkdown(r *Report) ([]byte, error) {
 			fmt.Fprintf(&b, ", %s notifications", in.Notified)
 		}
 		b.WriteString("\n")
+	}
+	if len(v.Releases) > 0 {
+		b.WriteString("\n## Releases\n\n")
+		for _, rl := range v.Releases {
+			fmt.Fprintf(&b, "- %s: %s", rl.At, mdCell(rl.Text))
+			for _, l := range rl.Latency {
+				fmt.Fprintf(&b, "; %s", l.SLO)
+				if l.Target != "" {
+					fmt.Fprintf(&b, " (%s)", mdCell(l.Target))
+				}
+				fmt.Fprintf(&b, " P95 %s → %s (%s)", l.Before, l.After, l.Change)
+			}
+			b.WriteString("\n")
+		}
 	}
 	if len(v.Restarts) > 0 {
 		b.WriteString("\n## Restarts\n\n")
@@ -419,6 +457,11 @@ th{background:#fafafa;font-weight:600}td.n{text-align:right;font-variant-numeric
 {{if .Incidents}}<table><tr><th>Severity</th><th>Alert</th><th>Labels</th><th>Instances</th><th>Start</th><th>Duration</th><th>Notifications</th></tr>
 {{range .Incidents}}<tr><td>{{.Severity}}</td><td>{{.Alert}}</td><td>{{.Labels}}</td><td>{{.Instances}}</td><td>{{.Start}}</td><td class="n">{{.Duration}}</td><td class="n">{{.Notified}}</td></tr>
 {{end}}</table>{{else}}<p>No alert fired this week.</p>{{end}}
+<h2>Releases</h2>
+{{if .Releases}}<table><tr><th>Released</th><th>Release</th><th>Labels</th><th>SLO</th><th>P95 the day before</th><th>P95 the day after</th><th>Change</th></tr>
+{{range .Releases}}{{$r := .}}{{range $i, $l := .Latency}}<tr>{{if eq $i 0}}<td>{{$r.At}}</td><td>{{$r.Text}}</td><td>{{$r.Labels}}</td>{{else}}<td></td><td></td><td></td>{{end}}<td>{{$l.SLO}}{{with $l.Target}} · {{.}}{{end}}</td><td class="n">{{$l.Before}}</td><td class="n">{{$l.After}}</td><td class="n">{{$l.Change}}</td></tr>
+{{else}}<tr><td>{{$r.At}}</td><td>{{$r.Text}}</td><td>{{$r.Labels}}</td><td colspan="4">no latency SLO traffic around it</td></tr>
+{{end}}{{end}}</table>{{else}}<p>No release recorded this week.</p>{{end}}
 <h2>Restarts</h2>
 {{if .Restarts}}<table><tr><th>Instance</th><th>Job</th><th>Started</th></tr>
 {{range .Restarts}}<tr><td>{{.Instance}}</td><td>{{.Job}}</td><td>{{.At}}</td></tr>

@@ -43,6 +43,9 @@ type ReportOptions struct {
 	// alert between from and to (notify's delivery history); the
 	// incidents then say how many went out.
 	Notifications func(alert string, from, to time.Time) (int, error)
+	// Releases, when set, lists the releases recorded in the week; the
+	// report gives each latency SLO's P95 the day before and after.
+	Releases ReleaseSource
 }
 
 // Report is the weekly report of one ISO week. Its JSON form is the
@@ -64,6 +67,7 @@ type Report struct {
 	Probes    []ProbeResult `json:"probes"`
 	Incidents []Incident    `json:"incidents"`
 	Restarts  []Restart     `json:"restarts"`
+	Releases  []Release     `json:"releases"`
 	Notes     []string      `json:"notes"`
 }
 
@@ -198,6 +202,7 @@ func Compute(ctx context.Context, src Source, w Week, opts ReportOptions) (*Repo
 		Week: w.String(), Timezone: loc.String(), Start: start, End: end, Hours: end.Sub(start).Hours(),
 		LastWeek: lw.String(), GeneratedAt: opts.Now, Box: opts.Box, ExternalURL: opts.ExternalURL,
 		SLOs: []*SLOResult{}, Probes: []ProbeResult{}, Incidents: []Incident{}, Restarts: []Restart{},
+		Releases: []Release{},
 	}
 	// Tiers read, finest first: raw for what is younger than its
 	// retention, 1m for the rest.
@@ -236,6 +241,9 @@ func Compute(ctx context.Context, src Source, w Week, opts ReportOptions) (*Repo
 		}
 	}
 	if r.Restarts, err = restarts(ctx, src, start, end); err != nil {
+		return nil, err
+	}
+	if r.Releases, err = releases(ctx, src, opts.Releases, opts.SLOs, start, end, opts.Now); err != nil {
 		return nil, err
 	}
 	r.Notes = notes(r)
@@ -676,6 +684,9 @@ func notes(r *Report) []string {
 	}
 	if slices.Contains(r.Tiers, "1m") {
 		n = append(n, "What is older than the raw tier keeps is read from the 1m tier: counters and histogram buckets are exact there; probe latency quantiles, marked ≈, are computed over per-minute averages.")
+	}
+	if len(r.Releases) > 0 {
+		n = append(n, "A release's P95 before and after is over the day before it and the day after (to the report's time at most), for the release's target and model where it names them.")
 	}
 	if r.Hours != 168 {
 		n = append(n, fmt.Sprintf("This week is %s hours long in %s (daylight saving time).", strconv.FormatFloat(r.Hours, 'f', -1, 64), r.Timezone))

@@ -49,7 +49,8 @@ func TestReportFromTieredStorage(t *testing.T) {
 	require.NoError(t, ds.Step(context.Background()))
 
 	src := EngineSource{Engine: query.New(query.Options{}, nil, nil), Queryable: db}
-	r, err := Compute(context.Background(), src, w, ReportOptions{SLOs: reportSLOs(t), Location: loc, Now: now})
+	r, err := Compute(context.Background(), src, w, ReportOptions{SLOs: reportSLOs(t), Location: loc, Now: now,
+		Releases: ReleaseFunc(func(context.Context, time.Time, time.Time) ([]ReleaseMark, error) { return testReleases(w, loc), nil })})
 	require.NoError(t, err)
 	require.Contains(t, r.Tiers, "1m", "last week is older than the raw tier keeps")
 	checkKnownAnswers(t, r)

@@ -62,6 +62,9 @@ func goldenReport(t *testing.T, w Week, loc *time.Location, now time.Time) *Repo
 		Notifications: func(alert string, from, to time.Time) (int, error) {
 			return int(to.Sub(from) / (30 * time.Minute)), nil
 		},
+		Releases: ReleaseFunc(func(_ context.Context, from, to time.Time) ([]ReleaseMark, error) {
+			return testReleases(w, loc), nil
+		}),
 	})
 	require.NoError(t, err)
 	return r
@@ -92,6 +95,13 @@ func TestReportGolden(t *testing.T) {
 	require.NotContains(t, string(html), "<script")
 	require.NotContains(t, string(html), "<img")
 	require.Less(t, len(html), 100<<10, "HTML under 100 KB")
+
+	// The mail lists the releases too, without SVG.
+	mail, err := RenderEmailHTML(r)
+	require.NoError(t, err)
+	require.Contains(t, string(mail), ">Releases</h2>")
+	require.Contains(t, string(mail), "<td>deploy llama v2</td><td>chat-latency · model_name=llama</td><td align=\"right\">1.5 s</td><td align=\"right\">1 s</td><td align=\"right\">−33.3%</td>")
+	require.NotContains(t, string(mail), "<svg")
 
 	// The same report again gives the same bytes.
 	r2 := goldenReport(t, w, loc, now)
@@ -163,6 +173,36 @@ func checkKnownAnswers(t *testing.T, r *Report) {
 	}
 	require.Len(t, r.Restarts, 1)
 	require.Equal(t, "a", r.Restarts[0].Instance)
+
+	// The deploy at the start of the week moved P95 from 1.5 s to 1.0 s;
+	// the restart moved nothing.
+	require.Len(t, r.Releases, 2)
+	deploy, restart := r.Releases[0], r.Releases[1]
+	require.Equal(t, "deploy llama v2", deploy.Text)
+	require.Equal(t, r.Start, deploy.At)
+	require.Len(t, deploy.Latency, 1, "narrowed to model_name=llama")
+	require.Equal(t, map[string]string{"model_name": "llama"}, deploy.Latency[0].Labels)
+	near(1.5, deploy.Latency[0].Before, "P95 the day before the deploy")
+	near(1.0, deploy.Latency[0].After, "P95 the day after the deploy")
+	require.True(t, withinPct(288000, deploy.Latency[0].BeforeTotal, 1), "requests the day before %v", deploy.Latency[0].BeforeTotal)
+	require.Equal(t, "release: vllm a restarted (process start changed; no version label)", restart.Text)
+	require.NotEmpty(t, restart.Latency)
+	near(1.0, restart.Latency[0].Before, "P95 the day before the restart")
+	near(1.0, restart.Latency[0].After, "P95 the day after the restart")
+}
+
+// testReleases are the releases of the test data: a deploy posted at the
+// start of the week, when the distribution changes (P95 1.5 s → 1.0 s),
+// and instance a's restart on Wednesday, recorded as a release (no
+// version label), which changes nothing; one before the week is left
+// out.
+func testReleases(w Week, loc *time.Location) []ReleaseMark {
+	start := w.Start(loc)
+	return []ReleaseMark{
+		{At: start.Add(2*24*time.Hour + 12*time.Hour), Text: "release: vllm a restarted (process start changed; no version label)", Labels: map[string]string{"job": "vllm", "instance": "a"}},
+		{At: start, Text: "deploy llama v2", Labels: map[string]string{"model_name": "llama", "version": "v2"}},
+		{At: start.Add(-time.Hour), Text: "last week's deploy", Labels: map[string]string{}},
+	}
 }
 
 func TestReportWeeks(t *testing.T) {

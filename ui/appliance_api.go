@@ -50,7 +50,8 @@ func (s *Server) mountApplianceAPI(e *echo.Echo) {
 	e.GET("/api/v1/appliance/services", a.services, guard)
 	e.GET("/api/v1/appliance/dashboards", a.dashboards, guard)
 	e.GET("/api/v1/appliance/dashboards/:id", a.dashboard, guard)
-	e.GET("/api/v1/appliance/annotations", a.annotations, guard)
+	e.GET("/api/v1/appliance/annotations", a.listAnnotations, guard)
+	e.POST("/api/v1/appliance/annotations", a.postAnnotation, guard)
 }
 
 // apiWarnings is the envelope with Prometheus' warnings field.
@@ -173,16 +174,4 @@ func (a *applianceAPI) dashboard(c echo.Context) error {
 	}
 	f := dashboard.Filter{Job: c.QueryParam("job"), Model: c.QueryParam("model"), Instance: c.QueryParam("instance")}
 	return c.JSON(http.StatusOK, apiWarnings{Status: "success", Data: a.catalog.Resolve(def, inv, f), Warnings: warnings})
-}
-
-func (a *applianceAPI) annotations(c echo.Context) error {
-	from, to, err := timeRange(c, time.Hour)
-	if err != nil {
-		return apiError(c, http.StatusBadRequest, "bad_data", err.Error())
-	}
-	out, err := dashboard.Annotations(c.Request().Context(), a.s.opts.Engine, a.s.opts.Storage, from, to)
-	if err != nil {
-		return apiError(c, http.StatusUnprocessableEntity, "execution", err.Error())
-	}
-	return apiSuccess(c, out)
 }

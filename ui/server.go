@@ -63,6 +63,10 @@ type Options struct {
 	// Reports serves the weekly SLO reports (reports_api.go); nil serves
 	// an empty archive.
 	Reports Reports
+	// Annotations stores posted annotations and recorded releases
+	// (annotations_api.go); nil: GET lists the computed ones only and
+	// POST answers 404.
+	Annotations Annotations
 
 	// ConfigYAML returns the running config with secrets redacted.
 	ConfigYAML func() string

@@ -14,6 +14,7 @@ import (
 	"github.com/aiserve/appliance/query"
 	"github.com/aiserve/appliance/slo"
 	"github.com/aiserve/appliance/storage"
+	"github.com/aiserve/appliance/ui/dashboard"
 )
 
 // cmdReport writes the weekly SLO report of one week: from a data
@@ -64,12 +65,14 @@ func runReport(f reportFlags, stdout io.Writer) (err error) {
 		}
 	}
 	var src slo.Source
+	var releases slo.ReleaseSource
 	if f.url != "" {
 		u, err := url.Parse(f.url)
 		if err != nil || u.Host == "" {
 			return fmt.Errorf("--url %q is not an http:// or https:// URL", f.url)
 		}
-		src = slo.APISource{URL: u}
+		api := slo.APISource{URL: u}
+		src, releases = api, api
 	} else {
 		sopts := storage.DefaultOptions()
 		sopts.Path = cfg.Storage.Path
@@ -95,9 +98,15 @@ func runReport(f reportFlags, stdout io.Writer) (err error) {
 			}
 		}()
 		src = slo.EngineSource{Engine: query.New(query.Options{}, nil, nil), Queryable: db}
+		st, err := dashboard.NewAnnotationStore(db.State())
+		if err != nil {
+			return err
+		}
+		releases = storedReleases(st)
 	}
 	opts := slo.OptionsFor(cfg)
 	opts.Location = loc
+	opts.Releases = releases
 	opts.Now = slo.ReportTime(w, cfg.Reports.Weekly, loc)
 	if h, err := os.Hostname(); err == nil {
 		opts.Box = h

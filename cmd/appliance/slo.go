@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"log/slog"
+	"math"
 	"os"
 	"slices"
 	"strings"
@@ -15,16 +17,23 @@ import (
 	"github.com/aiserve/appliance/query"
 	"github.com/aiserve/appliance/slo"
 	"github.com/aiserve/appliance/storage"
+	"github.com/aiserve/appliance/ui/dashboard"
 )
 
 // sloReports is the SLO stage's running part: the weekly reports, served
 // on demand (the web server's Reports, /api/v1/appliance/reports and
-// /api/v1/appliance/slos) and sent on schedule through notify's outbox.
+// /api/v1/appliance/slos) and sent on schedule through notify's outbox,
+// and the releases they list, recorded as they happen.
 // The SLOs' rules run in the rules stage (sloRuleFiles).
 type sloReports struct {
 	cfg      atomic.Pointer[config.Config]
 	reporter *slo.Reporter
 	sched    *slo.Scheduler
+	// annotations are the stored annotations (the web server's
+	// Annotations); releases records the releases among them, which the
+	// reports list.
+	annotations *dashboard.AnnotationStore
+	releases    *dashboard.ReleaseDetector
 }
 
 // newSLOReports builds the reports part; it starts nothing.
@@ -35,6 +44,11 @@ func newSLOReports(cfg *config.Config, db *storage.DB, engine *query.Engine, n *
 	if err != nil {
 		return nil, err
 	}
+	if p.annotations, err = dashboard.NewAnnotationStore(db.State()); err != nil {
+		return nil, err
+	}
+	p.releases = &dashboard.ReleaseDetector{Engine: engine, Queryable: db, Store: p.annotations, Now: time.Now,
+		Logger: logger.With("part", "releases")}
 	box, _ := os.Hostname()
 	p.reporter = &slo.Reporter{
 		// The tiers: last week is older than the raw tier keeps.
@@ -45,6 +59,7 @@ func newSLOReports(cfg *config.Config, db *storage.DB, engine *query.Engine, n *
 			o := slo.OptionsFor(c)
 			o.ExternalURL, o.Box = externalURL(c), box
 			o.Notifications = notificationCounter(n)
+			o.Releases = storedReleases(p.annotations)
 			return o
 		},
 		Schedule: func() *config.WeeklyReportConfig { return p.cfg.Load().Reports.Weekly },
@@ -60,8 +75,30 @@ func newSLOReports(cfg *config.Config, db *storage.DB, engine *query.Engine, n *
 	return p, nil
 }
 
-// run sends the scheduled reports until ctx ends.
-func (p *sloReports) run(ctx context.Context) error { return p.sched.Run(ctx) }
+// run sends the scheduled reports and records releases until ctx ends;
+// it returns when both have stopped.
+func (p *sloReports) run(ctx context.Context) error {
+	done := make(chan error, 1)
+	go func() { done <- p.releases.Run(ctx) }()
+	err := p.sched.Run(ctx)
+	return errors.Join(err, <-done)
+}
+
+// storedReleases lists the annotations tagged release of the state file
+// for the reports.
+func storedReleases(st *dashboard.AnnotationStore) slo.ReleaseSource {
+	return slo.ReleaseFunc(func(_ context.Context, from, to time.Time) ([]slo.ReleaseMark, error) {
+		as, err := st.List(from, to, dashboard.TagRelease)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]slo.ReleaseMark, 0, len(as))
+		for _, a := range as {
+			out = append(out, slo.ReleaseMark{At: time.UnixMilli(int64(math.Round(a.Time * 1000))), Text: a.Text, Labels: a.Labels})
+		}
+		return out, nil
+	})
+}
 
 // apply takes a reloaded config (validated by loadConfig already).
 func (p *sloReports) apply(cfg *config.Config) { p.cfg.Store(cfg) }

@@ -224,6 +224,7 @@ func newAppliance(cfg *config.Config, f runFlags, logger *slog.Logger) (_ *appli
 		Targets:          a.scraper.Manager(),
 		Rules:            a.rules,
 		Reports:          a.slo.reporter,
+		Annotations:      a.slo.annotations,
 		ConfigYAML:       func() string { return a.cfg.Load().String() },
 		PromConfig:       func() promconfig.Config { return *a.cfg.Load().PrometheusConfig() },
 		Reload:           a.reload,

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"sort"
 	"strings"
 	"time"
 
@@ -18,16 +17,24 @@ const (
 	KindWarmup  = "warmup"
 	KindAlert   = "alert"
 	KindRestart = "restart"
+	// KindRelease marks a release: posted, or recorded by the
+	// ReleaseDetector; stored in the state file.
+	KindRelease = "release"
+	// KindNote is any other posted annotation.
+	KindNote = "note"
 )
 
 // Annotation is one overlay of the charts: a span (warm-up, firing alert)
-// or a marker (restart, Time == End). Times are Unix seconds.
+// or a marker (restart, release, Time == End). Times are Unix seconds.
+// Stored annotations (AnnotationStore) have an ID.
 type Annotation struct {
+	ID       string            `json:"id,omitempty"`
 	Time     float64           `json:"time"`
 	End      float64           `json:"end"`
 	Kind     string            `json:"kind"`
 	Severity string            `json:"severity,omitempty"`
 	Text     string            `json:"text"`
+	Tags     []string          `json:"tags,omitempty"`
 	Labels   map[string]string `json:"labels"`
 }
 
@@ -111,16 +118,11 @@ func Annotations(ctx context.Context, eng promql.QueryEngine, q storage.Queryabl
 				continue
 			}
 			seen[p.F] = true
-			out = append(out, Annotation{Time: p.F, End: p.F, Kind: KindRestart,
+			out = append(out, Annotation{Time: p.F, End: p.F, Kind: KindRestart, Tags: []string{KindRestart},
 				Text: strings.TrimSpace("started: " + s.Metric.Get("job") + " " + s.Metric.Get("instance")), Labels: ls})
 		}
 	}
-	sort.SliceStable(out, func(i, j int) bool {
-		if out[i].Time != out[j].Time {
-			return out[i].Time < out[j].Time
-		}
-		return out[i].Kind < out[j].Kind
-	})
+	SortAnnotations(out)
 	return out, nil
 }
 

@@ -33,5 +33,13 @@
 //
 // Annotations reads warm-up spans (appliance_instance_warming), firing
 // alerts (ALERTS) and restarts (changes of process_start_time_seconds)
-// for the charts' overlays.
+// for the charts' overlays. AnnotationStore keeps the others in the state
+// file (bucket annotations): those posted to the API (releases and
+// notes, checked by Annotation.Validate) and the releases the
+// ReleaseDetector records when a target serves a new version or, without
+// a version label, starts a new process. The detector keeps what it last
+// saw of each target in the same file (bucket
+// annotations_release_targets), written with the releases in one
+// transaction, so a release during downtime is recorded at the next
+// start and none twice.
 package dashboard

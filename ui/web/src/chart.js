@@ -16,6 +16,7 @@ const PALETTE = ["#3b82f6", "#f59e0b", "#10b981", "#ef4444", "#8b5cf6", "#06b6d4
   "#14b8a6", "#eab308", "#a855f7", "#22c55e", "#e11d48", "#0ea5e9", "#d946ef", "#65a30d", "#fb923c", "#64748b"];
 const SEVERITY = { P0: "rgba(220,38,38,0.22)", P1: "rgba(234,88,12,0.18)", P2: "rgba(202,138,4,0.14)" };
 const WARMUP = "rgba(99,102,241,0.16)";
+const MARKS = { restart: "#dc2626", release: "#2563eb", note: "#6b7280" };
 const NAMED = { red: "#dc2626", amber: "#d97706", orange: "#ea580c", yellow: "#ca8a04", green: "#16a34a", blue: "#2563eb" };
 const color = (c) => NAMED[c] || c || NAMED.red;
 
@@ -149,7 +150,7 @@ function drawBands(u, anns) {
   const { ctx: c, bbox } = u;
   c.save();
   for (const a of anns) {
-    if (a.kind === "restart") continue;
+    if (a.kind !== "warmup" && a.kind !== "alert") continue;
     const x0 = Math.max(bbox.left, u.valToPos(a.time, "x", true));
     const x1 = Math.min(bbox.left + bbox.width, u.valToPos(a.end || a.time, "x", true));
     if (x1 <= x0) continue;
@@ -159,17 +160,18 @@ function drawBands(u, anns) {
   c.restore();
 }
 
-// drawMarks draws restarts as dashed lines and threshold lines.
+// drawMarks draws restarts, releases and posted notes as dashed lines
+// (red, blue, grey), and threshold lines.
 function drawMarks(u, anns, thresholds) {
   const { ctx: c, bbox } = u;
   c.save();
   c.setLineDash([4, 3]);
   c.lineWidth = 1.5 * devicePixelRatio;
   for (const a of anns) {
-    if (a.kind !== "restart") continue;
+    if (!MARKS[a.kind]) continue;
     const x = u.valToPos(a.time, "x", true);
     if (x < bbox.left || x > bbox.left + bbox.width) continue;
-    c.strokeStyle = "#dc2626";
+    c.strokeStyle = MARKS[a.kind];
     c.beginPath(); c.moveTo(x, bbox.top); c.lineTo(x, bbox.top + bbox.height); c.stroke();
   }
   for (const t of thresholds || []) {
