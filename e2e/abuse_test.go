@@ -542,3 +542,137 @@ func p95(d []time.Duration) time.Duration {
 	slices.Sort(s)
 	return s[len(s)*95/100]
 }
+
+// procStatusKiB reads a field of /proc/<pid>/status in KiB (VmRSS, VmHWM).
+func procStatusKiB(t *testing.T, pid int, field string) int64 {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	require.NoError(t, err)
+	for line := range strings.Lines(string(b)) {
+		if rest, ok := strings.CutPrefix(line, field+":"); ok {
+			kib, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			require.NoError(t, err, line)
+			return kib
+		}
+	}
+	t.Fatalf("no %s in /proc/%d/status", field, pid)
+	return 0
+}
+
+// importRSSBoundMiB bounds how far the peak RSS of the appliance may grow
+// above its RSS before six parallel 32 MiB imports. An import streams in
+// batches of 256 KiB (about 4 MiB parsed) and at most
+// ui.DefaultMaxConcurrentImports run at once; the rest of the growth is
+// VictoriaMetrics' own: its in-memory parts and caches for the new
+// series and rows. Measured on the 2-core CI box: see the test's log;
+// whole-body parsing used 2.2 GB for the same load.
+const importRSSBoundMiB = 400
+
+// TestAbuseParallelImports posts six 32 MiB text bodies at once: the
+// appliance's peak RSS (VmHWM, reset before the imports) stays within
+// importRSSBoundMiB of its RSS before them, /-/healthy answers within a
+// second throughout, and every sample is queryable afterwards.
+func TestAbuseParallelImports(t *testing.T) {
+	dir := t.TempDir()
+	p := start(t, writeConfig(t, dir, "scrape_configs: []\n"), filepath.Join(dir, "data"))
+	pid := p.cmd.Process.Pid
+
+	const imports, bodyBytes, seriesPerImport = 6, 32 << 20, 1000
+	end := time.Now().Add(-time.Minute).Truncate(10 * time.Second)
+	bodies := make([][]byte, imports)
+	lines := make([]int, imports)
+	for i := range bodies {
+		var b bytes.Buffer
+		b.Grow(bodyBytes + 256)
+		var line []byte
+		for n := 0; ; n++ {
+			step := n / seriesPerImport
+			ts := end.Add(-time.Duration(step) * 10 * time.Second).UnixMilli()
+			line = fmt.Appendf(line[:0], "abuse_import{imp=\"%d\",gpu=\"%d\",model=\"llama-3-70b-instruct\",instance=\"gpu-node-%02d:8000\"} %d.25 %d\n",
+				i, n%seriesPerImport, n%seriesPerImport/8, n, ts)
+			if b.Len()+len(line) > bodyBytes { // web.max_request_body_bytes is 32 MiB
+				break
+			}
+			b.Write(line)
+			lines[i]++
+		}
+		bodies[i] = b.Bytes()
+	}
+
+	baseRSS := procStatusKiB(t, pid, "VmRSS")
+	// Writing 5 to clear_refs resets VmHWM to the current RSS (Linux 4.0).
+	require.NoError(t, os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", pid), []byte("5"), 0o644))
+
+	client := &http.Client{Timeout: 5 * time.Minute}
+	var wg sync.WaitGroup
+	codes := make([]int, imports)
+	answers := make([]string, imports)
+	took := make([]time.Duration, imports)
+	begin := time.Now()
+	for i := range imports {
+		wg.Go(func() {
+			start := time.Now()
+			req, err := http.NewRequest(http.MethodPost, p.url("/api/v1/import/prometheus"), bytes.NewReader(bodies[i]))
+			if err != nil {
+				answers[i] = err.Error()
+				return
+			}
+			req.Header.Set("Content-Type", "text/plain")
+			resp, err := client.Do(req)
+			if err != nil {
+				answers[i] = err.Error()
+				return
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			codes[i], answers[i], took[i] = resp.StatusCode, string(b), time.Since(start)
+		})
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	var worst time.Duration
+	polls := 0
+	for waiting := true; waiting; {
+		select {
+		case <-done:
+			waiting = false
+		case <-time.After(250 * time.Millisecond):
+			worst = max(worst, requireHealthy(t, "http", p.addr, nil))
+			polls++
+		}
+	}
+	all := time.Since(begin)
+	peak := procStatusKiB(t, pid, "VmHWM")
+	for i := range imports {
+		require.Equal(t, http.StatusNoContent, codes[i], "import %d: %.300s", i, answers[i])
+	}
+	growth := (peak - baseRSS) >> 10
+	t.Logf("6 parallel 32 MiB imports (%d lines each) in %s (each %v); RSS before %d MiB, peak %d MiB (+%d MiB, bound +%d MiB); /-/healthy worst %s over %d polls",
+		lines[0], all.Round(100*time.Millisecond), roundAll(took), baseRSS>>10, peak>>10, growth, importRSSBoundMiB, worst, polls)
+	require.Less(t, growth, int64(importRSSBoundMiB), "peak RSS growth during the imports")
+
+	eventually(t, 60*time.Second, "every imported sample queryable", func() bool {
+		v := p.instant("sum by (imp) (count_over_time(abuse_import[3h]))", time.Time{})
+		if len(v) != imports {
+			return false
+		}
+		for _, s := range v {
+			i, err := strconv.Atoi(s.Metric["imp"])
+			require.NoError(t, err)
+			if value(t, s) != float64(lines[i]) {
+				return false
+			}
+		}
+		return true
+	})
+	requireHealthy(t, "http", p.addr, nil)
+	requireCleanLog(t, p)
+}
+
+func roundAll(d []time.Duration) []time.Duration {
+	out := make([]time.Duration, len(d))
+	for i, x := range d {
+		out[i] = x.Round(100 * time.Millisecond)
+	}
+	return out
+}
