@@ -343,6 +343,7 @@ func TestAbuseQueryBounds(t *testing.T) {
 		{"/api/v1/query", sum},
 		{"/api/v1/format_query", sum},
 		{"/api/v1/format_query", strings.Repeat("up+", 1_000) + "up"},
+		{"/api/v1/query", "count_over_time(vector(1)[300d:1s])"}, // 25,920,000 steps
 	} {
 		begin := time.Now()
 		code, body := p.post(c.path, "application/x-www-form-urlencoded", []byte(url.Values{"query": {c.q}}.Encode()), nil)
@@ -355,26 +356,56 @@ func TestAbuseQueryBounds(t *testing.T) {
 		[]byte(url.Values{"query": {strings.Repeat("up+", 100) + "up"}}.Encode()), nil)
 	require.Equal(t, http.StatusOK, code, body)
 
-	// A query of a minute's work whose client leaves after a moment:
-	// the engine stops it.
-	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	// A query of many seconds' work whose client leaves once it has
+	// used a core for a while: the engine stops it, and the process's
+	// CPU time stops growing.
+	terms := make([]string, 250)
+	for i := range terms {
+		terms[i] = fmt.Sprintf("count_over_time(vector(%d)[2d:1s])", i) // 172,800 steps each
+	}
+	heavy := strings.Join(terms, " + ")
+	pid := p.cmd.Process.Pid
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.url("/api/v1/query?"+url.Values{"query": {"count_over_time(vector(1)[300d:1s])"}}.Encode()), nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.url("/api/v1/query"), strings.NewReader(url.Values{"query": {heavy}}.Encode()))
 	require.NoError(t, err)
-	resp, err := http.DefaultClient.Do(req)
-	if err == nil {
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	answered := make(chan string, 1)
+	cpuStart := procCPU(t, pid)
+	go func() {
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			answered <- err.Error()
+			return
+		}
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		t.Logf("heavy query answered before the client left: %d %.200s", resp.StatusCode, b)
-	}
-	left := time.Now()
-	eventually(t, 10*time.Second, "no query running after the client left", func() bool {
-		return p.metric("appliance_prometheus_engine_queries") == 0
+		answered <- fmt.Sprintf("%d %.200s", resp.StatusCode, b)
+	}()
+	eventually(t, 60*time.Second, "the heavy query running and using a core", func() bool {
+		return p.metric("appliance_prometheus_engine_queries") == 1 && procCPU(t, pid)-cpuStart > 500*time.Millisecond
 	})
-	cpu0 := p.metric("process_cpu_seconds_total")
-	time.Sleep(time.Second)
-	t.Logf("engine idle %s after the client left; CPU used in the next second: %.2fs",
-		time.Since(left).Round(100*time.Millisecond)-time.Second, p.metric("process_cpu_seconds_total")-cpu0)
+	cancel()
+	left := time.Now()
+	require.Contains(t, <-answered, "context canceled", "the client left before the answer")
+	var release time.Duration
+	for p.metric("appliance_prometheus_engine_queries") != 0 {
+		release = time.Since(left)
+		require.Less(t, release, 30*time.Second, "the engine stops a query whose client left")
+		time.Sleep(20 * time.Millisecond)
+	}
+	release = time.Since(left)
+	// The CPU time over the next 20 health checks: the query's core is
+	// free again.
+	cpu0, wall0 := procCPU(t, pid), time.Now()
+	for range 20 {
+		requireHealthy(t, "http", p.addr, nil)
+		time.Sleep(50 * time.Millisecond)
+	}
+	cpuAfter, wall := procCPU(t, pid)-cpu0, time.Since(wall0)
+	t.Logf("heavy query (250 subqueries of 172,800 steps) stopped %s after its client left (query gauge at 0); CPU before the cancel %s; afterwards %s of CPU in %s",
+		release.Round(time.Millisecond), procCPU(t, pid)-cpuStart-cpuAfter, cpuAfter, wall.Round(time.Millisecond))
+	require.Less(t, cpuAfter, wall/2, "the process uses less than half a core once the query stopped")
 	requireHealthy(t, "http", p.addr, nil)
 	requireCleanLog(t, p)
 }
@@ -675,4 +706,20 @@ func roundAll(d []time.Duration) []time.Duration {
 		out[i] = x.Round(100 * time.Millisecond)
 	}
 	return out
+}
+
+// procCPU is the CPU time (user and system) of process pid, from
+// /proc/<pid>/stat (in clock ticks of 1/100 s, Linux's USER_HZ).
+func procCPU(t *testing.T, pid int) time.Duration {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	require.NoError(t, err)
+	// The command name (field 2) may hold spaces; fields count from
+	// after its closing parenthesis.
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	utime, err := strconv.ParseInt(f[11], 10, 64)
+	require.NoError(t, err)
+	stime, err := strconv.ParseInt(f[12], 10, 64)
+	require.NoError(t, err)
+	return time.Duration(utime+stime) * 10 * time.Millisecond
 }
