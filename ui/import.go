@@ -3,6 +3,7 @@ package ui
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -69,8 +70,7 @@ func (s *Server) importPrometheus(c echo.Context) error {
 		return apiError(c, http.StatusBadRequest, "bad_data", err.Error())
 	}
 	if err := s.ingestBlocked(); err != nil {
-		_, herr := s.importError(c, err, 0, "", importStored{})
-		return herr
+		return refuseImport(c, s.ingestRefusal(err, 0, "", importStored{}))
 	}
 	body, err := importBody(req)
 	if err != nil {
@@ -90,13 +90,13 @@ func (s *Server) importPrometheus(c echo.Context) error {
 		// stored.
 		if rerr == nil || errors.Is(rerr, io.EOF) && len(batch) > 0 {
 			last := first + lines.count(batch) - 1
+			text = text || len(bytes.TrimSpace(batch)) > 0
 			if openMetrics {
 				batch = endOpenMetrics(batch)
 			}
-			text = text || len(bytes.TrimSpace(batch)) > 0
-			n, hasMeta, herr, ok := s.importBatch(c, batch, ct, first, last, extra, now, stored)
-			if !ok {
-				return herr
+			n, hasMeta, err := s.importBatch(req.Context(), batch, ct, first, last, extra, now, stored)
+			if err != nil {
+				return refuseImport(c, err)
 			}
 			stored.lines, stored.samples = last, stored.samples+n
 			meta = meta || hasMeta
@@ -132,24 +132,31 @@ func (st importStored) note() string {
 	return fmt.Sprintf("; lines 1-%d (%d samples) were stored, nothing from line %d on", st.lines, st.samples, st.lines+1)
 }
 
+// importRefusal is an import's error answer.
+type importRefusal struct {
+	code     int
+	typ, msg string
+}
+
+func (e *importRefusal) Error() string { return e.msg }
+
 // importBatch parses, appends and commits one batch, lines first to last
-// of the body. It returns the samples stored and whether the
-// batch had metadata; when ok is false the answer has been written (herr
-// is the handler's result).
-func (s *Server) importBatch(c echo.Context, batch []byte, ct string, first, last int, extra labels.Labels, now int64, stored importStored) (n int, meta bool, herr error, ok bool) {
+// of the body. It returns the samples stored and whether the batch had
+// metadata, or an *importRefusal saying what went wrong and what of the
+// body was stored before (stored).
+func (s *Server) importBatch(ctx context.Context, batch []byte, ct string, first, last int, extra labels.Labels, now int64, stored importStored) (n int, meta bool, err error) {
 	samples, md, err := parseImport(batch, ct, extra, now)
 	if err != nil {
 		var le *importLineError
 		if errors.As(err, &le) {
-			return 0, false, apiError(c, http.StatusBadRequest, "bad_data",
-				fmt.Sprintf("line %d: %s%s", first+le.line-1, le.err, stored.note())), false
+			return 0, false, &importRefusal{http.StatusBadRequest, "bad_data", fmt.Sprintf("line %d: %s%s", first+le.line-1, le.err, stored.note())}
 		}
-		return 0, false, apiError(c, http.StatusBadRequest, "bad_data", err.Error()+stored.note()), false
+		return 0, false, &importRefusal{http.StatusBadRequest, "bad_data", err.Error() + stored.note()}
 	}
 	limits := s.labelLimits()
 	// Fsynced before the next batch is read: the 204 means all of them
 	// are durable, and the sender may drop its copy.
-	app := s.opts.Storage.AppenderV2(appstorage.WithSyncCommit(c.Request().Context()))
+	app := s.opts.Storage.AppenderV2(appstorage.WithSyncCommit(ctx))
 	for _, smp := range samples {
 		err := limits.check(smp.lset)
 		if err == nil {
@@ -157,42 +164,53 @@ func (s *Server) importBatch(c echo.Context, batch []byte, ct string, first, las
 		}
 		if err != nil {
 			_ = app.Rollback()
-			what := fmt.Sprintf("sample @%d in lines %d-%d", smp.t, first, last)
-			if handled, herr := s.importError(c, err, len(samples), what, stored); handled {
-				return 0, false, herr, false
+			if r := s.ingestRefusal(err, len(samples), fmt.Sprintf("sample @%d in lines %d-%d", smp.t, first, last), stored); r != nil {
+				return 0, false, r
 			}
-			return 0, false, apiError(c, http.StatusBadRequest, "bad_data",
-				fmt.Sprintf("sample %s @%d: %s%s", appstorage.SeriesPrefix(smp.lset), smp.t, err, stored.note())), false
+			return 0, false, &importRefusal{http.StatusBadRequest, "bad_data",
+				fmt.Sprintf("sample %s @%d: %s%s", appstorage.SeriesPrefix(smp.lset), smp.t, err, stored.note())}
 		}
 	}
 	if err := app.Commit(); err != nil {
-		if handled, herr := s.importError(c, err, len(samples), "store samples", stored); handled {
-			return 0, false, herr, false
+		if r := s.ingestRefusal(err, len(samples), "store samples", stored); r != nil {
+			return 0, false, r
 		}
-		return 0, false, apiError(c, http.StatusInternalServerError, "internal", "store samples: "+err.Error()+stored.note()), false
+		return 0, false, &importRefusal{http.StatusInternalServerError, "internal", "store samples: " + err.Error() + stored.note()}
 	}
 	for family, m := range md {
 		s.opts.Storage.SetMetadata(family, m)
 	}
-	return len(samples), len(md) > 0, nil, true
+	return len(samples), len(md) > 0, nil
 }
 
-// importError answers an import whose Append or Commit failed, or returns
-// false when the error is none of the ingest's own.
-func (s *Server) importError(c echo.Context, err error, samples int, what string, stored importStored) (bool, error) {
+// ingestRefusal is the answer to an Append or Commit error that is one
+// of the ingest's own (a label limit, the index limit, a full disk),
+// counted as rejected; nil for other errors.
+func (s *Server) ingestRefusal(err error, samples int, what string, stored importStored) *importRefusal {
 	code, reason := ingestError(err)
 	if code == 0 {
-		return false, nil
+		return nil
 	}
 	s.ingest.rejected.WithLabelValues(reason).Add(float64(samples))
 	if code == http.StatusServiceUnavailable {
-		c.Response().Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds))
-		return true, apiError(c, code, "unavailable", err.Error()+stored.note()+", retry later")
+		return &importRefusal{code, "unavailable", err.Error() + stored.note() + ", retry later"}
 	}
 	if what != "" {
 		what += ": "
 	}
-	return true, apiError(c, code, "bad_data", what+err.Error()+stored.note())
+	return &importRefusal{code, "bad_data", what + err.Error() + stored.note()}
+}
+
+// refuseImport writes an import's error answer.
+func refuseImport(c echo.Context, err error) error {
+	var r *importRefusal
+	if !errors.As(err, &r) {
+		r = &importRefusal{http.StatusInternalServerError, "internal", err.Error()}
+	}
+	if r.code == http.StatusServiceUnavailable {
+		c.Response().Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds))
+	}
+	return apiError(c, r.code, r.typ, r.msg)
 }
 
 // importContentType is the parser's content type: OpenMetrics when the
