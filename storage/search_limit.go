@@ -28,7 +28,9 @@ const limitedScanSeries = 1 << 30
 // after another until it has the limit. Each part that is still too large
 // is split again by another label; a part whose every label is fixed is
 // one series, so the splitting ends. Memory is the limit's names and the
-// index's ID sets; the index is searched about once per part taken.
+// index's ID sets, and the values of the label split on where the
+// matchers are more than one metric name (VictoriaMetrics cannot stop its
+// scan early there); the index is searched about once per part taken.
 func (db *DB) searchLimited(ctx context.Context, tier Tier, ms []*labels.Matcher, mint, maxt int64, limit int) ([]string, error) {
 	tfs, err := toTagFilters(ms)
 	if err != nil {
@@ -66,7 +68,14 @@ func (db *DB) searchLimited(ctx context.Context, tier Tier, ms []*labels.Matcher
 	if split == "" {
 		return nil, errTooManySeries(limit) // every label fixed: cannot be
 	}
-	values, err := vm.SearchLabelValues(nil, split, tfs, tr, limit, limitedScanSeries, deadline)
+	// VictoriaMetrics scans the values up to its maxMetrics and needs the
+	// IDs of the matching series only when ms is more than one metric
+	// name; asked for the limit, it stops there or fails, and then it
+	// scans every value of the label among the matching series.
+	values, err := vm.SearchLabelValues(nil, split, tfs, tr, limit, limit, deadline)
+	if err != nil && errors.Is(tooManySeries(err, limit), ErrQueryTooLarge) {
+		values, err = vm.SearchLabelValues(nil, split, tfs, tr, limit, limitedScanSeries, deadline)
+	}
 	if err != nil {
 		return nil, searchError("search label values", err)
 	}
@@ -81,7 +90,15 @@ func (db *DB) searchLimited(ctx context.Context, tier Tier, ms []*labels.Matcher
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		part := append(slices.Clip(ms), labels.MustNewMatcher(labels.MatchEqual, split, v))
+		// v is a value of series that match ms, so it meets every
+		// matcher of ms on split: the part needs only split=v (one
+		// metric name takes VictoriaMetrics' fast path).
+		part := []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, split, v)}
+		for _, m := range ms {
+			if m.Name != split {
+				part = append(part, m)
+			}
+		}
 		got, err := db.searchLimited(ctx, tier, part, mint, maxt, limit-len(out))
 		if err != nil {
 			return nil, err

@@ -81,15 +81,21 @@ func BenchmarkSeriesLimitMillion(b *testing.B) {
 	db.Flush()
 	q, err := db.Querier(baseTime-1000, baseTime+1000)
 	require.NoError(b, err)
-	m := labels.MustNewMatcher(labels.MatchEqual, "__name__", "bench_wide")
-	b.ReportAllocs()
-	for b.Loop() {
-		ss := q.Select(context.Background(), true, &promstorage.SelectHints{Func: "series", Limit: 11, Start: baseTime - 1000, End: baseTime + 1000}, m)
-		got := 0
-		for ss.Next() {
-			got++
-		}
-		require.NoError(b, ss.Err())
-		require.Equal(b, 11, got)
+	for name, m := range map[string]*labels.Matcher{
+		"name":   labels.MustNewMatcher(labels.MatchEqual, "__name__", "bench_wide"),
+		"regexp": labels.MustNewMatcher(labels.MatchRegexp, "__name__", "bench_.*"),
+	} {
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				ss := q.Select(context.Background(), true, &promstorage.SelectHints{Func: "series", Limit: 11, Start: baseTime - 1000, End: baseTime + 1000}, m)
+				got := 0
+				for ss.Next() {
+					got++
+				}
+				require.NoError(b, ss.Err())
+				require.Equal(b, 11, got)
+			}
+		})
 	}
 }
