@@ -90,12 +90,13 @@ func (db *DB) searchLimited(ctx context.Context, tier Tier, ms []*labels.Matcher
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		// v is a value of series that match ms, so it meets every
-		// matcher of ms on split: the part needs only split=v (one
-		// metric name takes VictoriaMetrics' fast path).
+		// A value found is one of series that match ms, so it meets
+		// every matcher of ms on split: the part needs only split=v (one
+		// metric name takes VictoriaMetrics' fast path). The part
+		// without the label ("") keeps them.
 		part := []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, split, v)}
 		for _, m := range ms {
-			if m.Name != split {
+			if m.Name != split || v == "" {
 				part = append(part, m)
 			}
 		}

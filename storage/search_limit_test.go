@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/prometheus/prometheus/model/labels"
@@ -57,6 +58,18 @@ func TestSearchLimitedParts(t *testing.T) {
 		require.NoError(t, err, "limit %d", limit)
 		require.Equal(t, min(limit, 340), n, "limit %d", limit)
 	}
+
+	// A matcher on the label the parts are split by (i) holds in every
+	// part; p_two's series have no i and match none.
+	m2 := labels.MustNewMatcher(labels.MatchRegexp, "i", "1.*")
+	ss := q.Select(context.Background(), true, &promstorage.SelectHints{Func: "series", Limit: 100, Start: baseTime - 1000, End: baseTime + 1000}, m, m2)
+	n := 0
+	for ss.Next() {
+		require.True(t, strings.HasPrefix(ss.At().Labels().Get("i"), "1"), "%s", ss.At().Labels())
+		n++
+	}
+	require.NoError(t, ss.Err())
+	require.Equal(t, 100, n, "111 series match, i in 1, 10-19, 100-199")
 }
 
 // BenchmarkSeriesLimitMillion: /api/v1/series?limit=10 over 1,000,000
