@@ -343,6 +343,7 @@ func TestAbuseQueryBounds(t *testing.T) {
 		{"/api/v1/query", sum},
 		{"/api/v1/format_query", sum},
 		{"/api/v1/format_query", strings.Repeat("up+", 1_000) + "up"},
+		{"/api/v1/query", "count_over_time(vector(1)[300d:1s])"}, // 25,920,000 steps
 	} {
 		begin := time.Now()
 		code, body := p.post(c.path, "application/x-www-form-urlencoded", []byte(url.Values{"query": {c.q}}.Encode()), nil)
@@ -355,26 +356,56 @@ func TestAbuseQueryBounds(t *testing.T) {
 		[]byte(url.Values{"query": {strings.Repeat("up+", 100) + "up"}}.Encode()), nil)
 	require.Equal(t, http.StatusOK, code, body)
 
-	// A query of a minute's work whose client leaves after a moment:
-	// the engine stops it.
-	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	// A query of many seconds' work whose client leaves once it has
+	// used a core for a while: the engine stops it, and the process's
+	// CPU time stops growing.
+	terms := make([]string, 250)
+	for i := range terms {
+		terms[i] = fmt.Sprintf("count_over_time(vector(%d)[2d:1s])", i) // 172,800 steps each
+	}
+	heavy := strings.Join(terms, " + ")
+	pid := p.cmd.Process.Pid
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.url("/api/v1/query?"+url.Values{"query": {"count_over_time(vector(1)[300d:1s])"}}.Encode()), nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.url("/api/v1/query"), strings.NewReader(url.Values{"query": {heavy}}.Encode()))
 	require.NoError(t, err)
-	resp, err := http.DefaultClient.Do(req)
-	if err == nil {
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	answered := make(chan string, 1)
+	cpuStart := procCPU(t, pid)
+	go func() {
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			answered <- err.Error()
+			return
+		}
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		t.Logf("heavy query answered before the client left: %d %.200s", resp.StatusCode, b)
-	}
-	left := time.Now()
-	eventually(t, 10*time.Second, "no query running after the client left", func() bool {
-		return p.metric("appliance_prometheus_engine_queries") == 0
+		answered <- fmt.Sprintf("%d %.200s", resp.StatusCode, b)
+	}()
+	eventually(t, 60*time.Second, "the heavy query running and using a core", func() bool {
+		return p.metric("appliance_prometheus_engine_queries") == 1 && procCPU(t, pid)-cpuStart > 500*time.Millisecond
 	})
-	cpu0 := p.metric("process_cpu_seconds_total")
-	time.Sleep(time.Second)
-	t.Logf("engine idle %s after the client left; CPU used in the next second: %.2fs",
-		time.Since(left).Round(100*time.Millisecond)-time.Second, p.metric("process_cpu_seconds_total")-cpu0)
+	cancel()
+	left := time.Now()
+	require.Contains(t, <-answered, "context canceled", "the client left before the answer")
+	var release time.Duration
+	for p.metric("appliance_prometheus_engine_queries") != 0 {
+		release = time.Since(left)
+		require.Less(t, release, 30*time.Second, "the engine stops a query whose client left")
+		time.Sleep(20 * time.Millisecond)
+	}
+	release = time.Since(left)
+	// The CPU time over the next 20 health checks: the query's core is
+	// free again.
+	cpu0, wall0 := procCPU(t, pid), time.Now()
+	for range 20 {
+		requireHealthy(t, "http", p.addr, nil)
+		time.Sleep(50 * time.Millisecond)
+	}
+	cpuAfter, wall := procCPU(t, pid)-cpu0, time.Since(wall0)
+	t.Logf("heavy query (250 subqueries of 172,800 steps) stopped %s after its client left (query gauge at 0); CPU before the cancel %s; afterwards %s of CPU in %s",
+		release.Round(time.Millisecond), procCPU(t, pid)-cpuStart-cpuAfter, cpuAfter, wall.Round(time.Millisecond))
+	require.Less(t, cpuAfter, wall/2, "the process uses less than half a core once the query stopped")
 	requireHealthy(t, "http", p.addr, nil)
 	requireCleanLog(t, p)
 }
@@ -541,4 +572,157 @@ func p95(d []time.Duration) time.Duration {
 	s := slices.Clone(d)
 	slices.Sort(s)
 	return s[len(s)*95/100]
+}
+
+// procStatusKiB reads a field of /proc/<pid>/status in KiB (VmRSS, VmHWM).
+func procStatusKiB(t *testing.T, pid int, field string) int64 {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	require.NoError(t, err)
+	for line := range strings.Lines(string(b)) {
+		if rest, ok := strings.CutPrefix(line, field+":"); ok {
+			kib, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			require.NoError(t, err, line)
+			return kib
+		}
+	}
+	t.Fatalf("no %s in /proc/%d/status", field, pid)
+	return 0
+}
+
+// importRSSBoundMiB bounds how far the peak RSS of the appliance may grow
+// above its RSS before six parallel 32 MiB imports of short lines (about
+// 636,000 samples each). An import streams in batches of 256 KiB (about
+// 4 MiB parsed) and at most ui.DefaultMaxConcurrentImports run at once;
+// the rest of the growth is VictoriaMetrics' own (its pending rows and
+// in-memory parts for 3.8 million new rows, and the caches of 6,000 new
+// series) and the Go heap's headroom. Measured on the shared 2-core box:
+// +242 MiB streamed (+105 to +215 MiB with longer lines), +595 MiB when
+// each body was parsed whole (two at a time), which this bound fails.
+const importRSSBoundMiB = 400
+
+// TestAbuseParallelImports posts six 32 MiB text bodies at once: the
+// appliance's peak RSS (VmHWM, reset before the imports) stays within
+// importRSSBoundMiB of its RSS before them, /-/healthy answers within a
+// second throughout, and every sample is queryable afterwards.
+func TestAbuseParallelImports(t *testing.T) {
+	dir := t.TempDir()
+	p := start(t, writeConfig(t, dir, "scrape_configs: []\n"), filepath.Join(dir, "data"))
+	pid := p.cmd.Process.Pid
+
+	const imports, bodyBytes, seriesPerImport = 6, 32 << 20, 1000
+	end := time.Now().Add(-time.Minute).Truncate(10 * time.Second)
+	bodies := make([][]byte, imports)
+	lines := make([]int, imports)
+	for i := range bodies {
+		var b bytes.Buffer
+		b.Grow(bodyBytes + 256)
+		var line []byte
+		for n := 0; ; n++ {
+			step := n / seriesPerImport
+			ts := end.Add(-time.Duration(step) * 10 * time.Second).UnixMilli()
+			// Short lines (about 45 bytes): many samples a MiB, as
+			// a backfill of few-label series sends.
+			line = fmt.Appendf(line[:0], "abuse_import{imp=\"%d\",gpu=\"%d\"} %d %d\n", i, n%seriesPerImport, n, ts)
+			if b.Len()+len(line) > bodyBytes { // web.max_request_body_bytes is 32 MiB
+				break
+			}
+			b.Write(line)
+			lines[i]++
+		}
+		bodies[i] = b.Bytes()
+	}
+
+	baseRSS := procStatusKiB(t, pid, "VmRSS")
+	// Writing 5 to clear_refs resets VmHWM to the current RSS (Linux 4.0).
+	require.NoError(t, os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", pid), []byte("5"), 0o644))
+
+	client := &http.Client{Timeout: 5 * time.Minute}
+	var wg sync.WaitGroup
+	codes := make([]int, imports)
+	answers := make([]string, imports)
+	took := make([]time.Duration, imports)
+	begin := time.Now()
+	for i := range imports {
+		wg.Go(func() {
+			start := time.Now()
+			req, err := http.NewRequest(http.MethodPost, p.url("/api/v1/import/prometheus"), bytes.NewReader(bodies[i]))
+			if err != nil {
+				answers[i] = err.Error()
+				return
+			}
+			req.Header.Set("Content-Type", "text/plain")
+			resp, err := client.Do(req)
+			if err != nil {
+				answers[i] = err.Error()
+				return
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			codes[i], answers[i], took[i] = resp.StatusCode, string(b), time.Since(start)
+		})
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	var worst time.Duration
+	polls := 0
+	for waiting := true; waiting; {
+		select {
+		case <-done:
+			waiting = false
+		case <-time.After(250 * time.Millisecond):
+			worst = max(worst, requireHealthy(t, "http", p.addr, nil))
+			polls++
+		}
+	}
+	all := time.Since(begin)
+	peak := procStatusKiB(t, pid, "VmHWM")
+	for i := range imports {
+		require.Equal(t, http.StatusNoContent, codes[i], "import %d: %.300s", i, answers[i])
+	}
+	growth := (peak - baseRSS) >> 10
+	t.Logf("6 parallel 32 MiB imports (%d lines each) in %s (each %v); RSS before %d MiB, peak %d MiB (+%d MiB, bound +%d MiB); /-/healthy worst %s over %d polls",
+		lines[0], all.Round(100*time.Millisecond), roundAll(took), baseRSS>>10, peak>>10, growth, importRSSBoundMiB, worst, polls)
+	require.Less(t, growth, int64(importRSSBoundMiB), "peak RSS growth during the imports")
+
+	eventually(t, 60*time.Second, "every imported sample queryable", func() bool {
+		v := p.instant("sum by (imp) (count_over_time(abuse_import[3h]))", time.Time{})
+		if len(v) != imports {
+			return false
+		}
+		for _, s := range v {
+			i, err := strconv.Atoi(s.Metric["imp"])
+			require.NoError(t, err)
+			if value(t, s) != float64(lines[i]) {
+				return false
+			}
+		}
+		return true
+	})
+	requireHealthy(t, "http", p.addr, nil)
+	requireCleanLog(t, p)
+}
+
+func roundAll(d []time.Duration) []time.Duration {
+	out := make([]time.Duration, len(d))
+	for i, x := range d {
+		out[i] = x.Round(100 * time.Millisecond)
+	}
+	return out
+}
+
+// procCPU is the CPU time (user and system) of process pid, from
+// /proc/<pid>/stat (in clock ticks of 1/100 s, Linux's USER_HZ).
+func procCPU(t *testing.T, pid int) time.Duration {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	require.NoError(t, err)
+	// The command name (field 2) may hold spaces; fields count from
+	// after its closing parenthesis.
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	utime, err := strconv.ParseInt(f[11], 10, 64)
+	require.NoError(t, err)
+	stime, err := strconv.ParseInt(f[12], 10, 64)
+	require.NoError(t, err)
+	return time.Duration(utime+stime) * 10 * time.Millisecond
 }

@@ -34,6 +34,9 @@ type Options struct {
 	// DefaultMaxQueryLength, DefaultMaxQueryDepth); past them a query is
 	// refused before it is parsed.
 	MaxQueryLength, MaxQueryDepth int
+	// MaxSubquerySteps bounds the steps one subquery evaluates (see
+	// DefaultMaxSubquerySteps).
+	MaxSubquerySteps int
 }
 
 // DefaultOptions returns Prometheus' defaults, and the appliance's bounds
@@ -47,6 +50,7 @@ func DefaultOptions() Options {
 		SplitParallelism: defaultSplitParallelism(),
 		MaxQueryLength:   DefaultMaxQueryLength,
 		MaxQueryDepth:    DefaultMaxQueryDepth,
+		MaxSubquerySteps: DefaultMaxSubquerySteps,
 	}
 }
 
@@ -72,6 +76,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxQueryDepth <= 0 {
 		o.MaxQueryDepth = DefaultMaxQueryDepth
+	}
+	if o.MaxSubquerySteps <= 0 {
+		o.MaxSubquerySteps = DefaultMaxSubquerySteps
 	}
 	return o
 }

@@ -2,6 +2,7 @@ package query
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/prometheus/prometheus/promql/parser"
 )
@@ -109,4 +110,55 @@ func exprDepth(e parser.Node, limit int) int {
 		}
 	}
 	return deepest + 1
+}
+
+// DefaultMaxSubquerySteps bounds the steps one subquery evaluates: its
+// range (with the query's own range and those of the subqueries around
+// it) over its step. Prometheus' engine repeats a step-invariant
+// subquery's value (`vector(1)[300d:1s]`, 26 million steps) and keeps
+// per-step statistics without looking at the query's context, so such a
+// subquery went on for seconds after its client left; a million steps
+// take well under 0.1 s there. VictoriaMetrics bounds the same at 100,000
+// (-search.maxPointsSubqueryPerTimeseries); `max_over_time(x[30d:5s])`
+// is 518,400 steps.
+const DefaultMaxSubquerySteps = 1_000_000
+
+// checkSubquerySteps refuses a query whose subqueries evaluate more than
+// max steps over [start, end]; defaultStep is the step of subqueries
+// written without one.
+func checkSubquerySteps(expr parser.Expr, start, end time.Time, defaultStep time.Duration, max int) error {
+	var err error
+	parser.Inspect(expr, func(n parser.Node, path []parser.Node) error {
+		sq, ok := n.(*parser.SubqueryExpr)
+		if !ok || err != nil {
+			return nil
+		}
+		extent := end.Sub(start) + sq.Range
+		for _, p := range path {
+			if outer, ok := p.(*parser.SubqueryExpr); ok && outer != sq {
+				extent += outer.Range
+			}
+		}
+		step := sq.Step
+		if step <= 0 {
+			step = defaultStep
+		}
+		if step <= 0 {
+			return nil
+		}
+		if steps := extent / step; steps > time.Duration(max) {
+			err = fmt.Errorf("subquery %s evaluates %d steps; the appliance evaluates at most %d (a longer step or a shorter range)",
+				truncateQuery(sq.String(), 120), steps, max)
+		}
+		return nil
+	})
+	return err
+}
+
+// truncateQuery shortens query text for an error message.
+func truncateQuery(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
 }

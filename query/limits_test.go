@@ -66,3 +66,36 @@ func TestFullQueueIsATimeout(t *testing.T) {
 		require.ErrorAs(t, err, &timeout, name)
 	}
 }
+
+// TestSubqueryStepsBound: a subquery of more than MaxSubquerySteps steps
+// is refused when the query is made, counting the query's own range and
+// the subqueries around it; smaller ones run.
+func TestSubqueryStepsBound(t *testing.T) {
+	st := promqltest.LoadedStorage(t, "load 1m\n  up 1+0x10\n")
+	t.Cleanup(func() { st.Close() })
+	e := New(Options{}, nil, nil)
+	ctx := context.Background()
+	at := time.Unix(600, 0)
+	for name, q := range map[string]string{
+		"300d at 1s":            "count_over_time(vector(1)[300d:1s])",
+		"nested":                "max_over_time(count_over_time(up[5m:1s])[12d:1m])",
+		"no step, 1m default":   "count_over_time(vector(1)[2000d:])",
+		"inside an aggregation": "sum(count_over_time(vector(1)[300d:1s]) + 1)",
+	} {
+		_, err := e.NewInstantQuery(ctx, st, nil, q, at)
+		require.ErrorContains(t, err, "steps; the appliance evaluates at most 1000000", name)
+	}
+	_, err := e.NewRangeQuery(ctx, st, nil, "count_over_time(vector(1)[1d:1s])", at, at.Add(11*24*time.Hour), time.Hour)
+	require.ErrorContains(t, err, "at most 1000000", "the query's range counts")
+
+	for name, q := range map[string]string{
+		"30d at 5s": "count_over_time(vector(1)[30d:5s])",
+		"nested":    "max_over_time(count_over_time(up[5m:1s])[1d:1m])",
+		"no colon":  "up",
+	} {
+		qry, err := e.NewInstantQuery(ctx, st, nil, q, at)
+		require.NoError(t, err, name)
+		require.NoError(t, qry.Exec(ctx).Err, name)
+		qry.Close()
+	}
+}

@@ -2,6 +2,7 @@ package query
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/prometheus/prometheus/promql"
@@ -28,6 +29,9 @@ func (e *Engine) NewInstantQuery(ctx context.Context, q storage.Queryable, opts 
 	deadline := time.Now().Add(e.opts.Timeout)
 	ctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
+	if err := e.checkSubqueries(qs, ts, ts); err != nil {
+		return nil, err
+	}
 	qs, opts = e.forTiers(ctx, q, opts, qs, ts, ts, 0)
 	return withDeadline(e.Engine.NewInstantQuery(ctx, q, opts, qs, ts))(deadline)
 }
@@ -39,6 +43,9 @@ func (e *Engine) NewRangeQuery(ctx context.Context, q storage.Queryable, opts pr
 	deadline := time.Now().Add(e.opts.Timeout)
 	ctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
+	if err := e.checkSubqueries(qs, start, end); err != nil {
+		return nil, err
+	}
 	qs, opts = e.forTiers(ctx, q, opts, qs, start, end, interval)
 	if expr, err := e.parser.ParseExpr(qs); err == nil {
 		if n := e.splitParts(expr, start, end, interval); n > 1 {
@@ -105,4 +112,19 @@ func (e *Engine) forTiers(ctx context.Context, q storage.Queryable, opts promql.
 		opts = promql.NewPrometheusQueryOpts(perStep, lb, useST)
 	}
 	return expr.String(), opts
+}
+
+// checkSubqueries refuses a query whose subqueries would evaluate more
+// than MaxSubquerySteps steps over [start, end]. Unparseable queries pass:
+// Prometheus' engine reports their error.
+func (e *Engine) checkSubqueries(qs string, start, end time.Time) error {
+	if !strings.Contains(qs, ":") {
+		return nil // no subquery
+	}
+	expr, err := e.parser.ParseExpr(qs)
+	if err != nil {
+		return nil
+	}
+	step := time.Duration(e.subqueryStepMs.Load()) * time.Millisecond
+	return checkSubquerySteps(expr, start, end, step, e.opts.MaxSubquerySteps)
 }

@@ -113,7 +113,7 @@ func (q *querier) Select(ctx context.Context, _ bool, hints *promstorage.SelectH
 	var set []*series
 	var err error
 	if labelsOnly {
-		set, err = q.db.searchTier(ctx, TierRaw, user, mint, maxt)
+		set, err = q.db.searchTier(ctx, TierRaw, user, mint, maxt, hints.Limit)
 	} else {
 		set, err = q.db.readRaw(ctx, user, agg, mint, maxt)
 	}
@@ -144,7 +144,7 @@ func (q *querier) LabelNames(ctx context.Context, hints *promstorage.LabelHints,
 		return nil, nil, err
 	}
 	defer db.readUnlock()
-	names, err := db.tiers[q.tier].vm.SearchLabelNames(nil, tfs, timeRange(q.mint, q.maxt), labelSearchLimit(hints), db.opts.MaxSeriesPerQuery, vmDeadline(ctx))
+	names, err := db.tiers[q.tier].vm.SearchLabelNames(nil, tfs, timeRange(q.mint, q.maxt), labelSearchLimit(hints), labelScanSeries(hints, db.opts.MaxSeriesPerQuery), vmDeadline(ctx))
 	if err != nil {
 		return nil, nil, tooManySeries(searchError("search label names", err), db.opts.MaxSeriesPerQuery)
 	}
@@ -165,7 +165,7 @@ func (q *querier) LabelValues(ctx context.Context, name string, hints *promstora
 		return nil, nil, err
 	}
 	defer db.readUnlock()
-	values, err := db.tiers[q.tier].vm.SearchLabelValues(nil, name, tfs, timeRange(q.mint, q.maxt), labelSearchLimit(hints), db.opts.MaxSeriesPerQuery, vmDeadline(ctx))
+	values, err := db.tiers[q.tier].vm.SearchLabelValues(nil, name, tfs, timeRange(q.mint, q.maxt), labelSearchLimit(hints), labelScanSeries(hints, db.opts.MaxSeriesPerQuery), vmDeadline(ctx))
 	if err != nil {
 		return nil, nil, tooManySeries(searchError("search label values", err), db.opts.MaxSeriesPerQuery)
 	}

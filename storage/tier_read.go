@@ -208,13 +208,19 @@ func average(sum, count *series, res int64) *series {
 }
 
 // searchTier returns the labels of the series matching ms in tier, without
-// RollupLabel and without duplicates.
-func (db *DB) searchTier(ctx context.Context, tier Tier, ms []*labels.Matcher, mint, maxt int64) ([]*series, error) {
+// RollupLabel and without duplicates; with a limit above 0, of at most
+// limit series (any of them: see searchLimited), however many match.
+func (db *DB) searchTier(ctx context.Context, tier Tier, ms []*labels.Matcher, mint, maxt int64, limit int) ([]*series, error) {
 	tfs, err := toTagFilters(ms)
 	if err != nil {
 		return nil, err
 	}
-	set, err := db.searchSeries(ctx, tier, tfs, mint, maxt)
+	var set []*series
+	if limit > 0 {
+		set, err = db.searchSeriesLimited(ctx, tier, ms, mint, maxt, limit)
+	} else {
+		set, err = db.searchSeries(ctx, tier, tfs, mint, maxt)
+	}
 	if err != nil || tier == TierRaw {
 		return set, err
 	}

@@ -76,7 +76,7 @@ func (q *tieredQuerier) Select(ctx context.Context, _ bool, hints *promstorage.S
 		var err error
 		switch {
 		case labelsOnly:
-			set, err = db.searchTier(ctx, p.tier, user, p.mint, p.maxt)
+			set, err = db.searchTier(ctx, p.tier, user, p.mint, p.maxt, hints.Limit)
 		case p.tier == TierRaw:
 			set, err = db.readRaw(ctx, user, explicit, p.mint, p.maxt)
 		default:

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/prometheus/model/exemplar"
 	"github.com/prometheus/prometheus/model/histogram"
@@ -275,18 +274,3 @@ func (a *ingestAppender) AppendExemplars(ref promstorage.SeriesRef, ls labels.La
 }
 
 var _ promstorage.ExemplarAppenderV2 = (*ingestAppender)(nil)
-
-// importError answers an import whose Append or Commit failed, or returns
-// false when the error is none of the ingest's own.
-func (s *Server) importError(c echo.Context, err error, samples int, what string) (bool, error) {
-	code, reason := ingestError(err)
-	if code == 0 {
-		return false, nil
-	}
-	s.ingest.rejected.WithLabelValues(reason).Add(float64(samples))
-	if code == http.StatusServiceUnavailable {
-		c.Response().Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds))
-		return true, apiError(c, code, "unavailable", err.Error()+"; nothing of this body was stored, retry later")
-	}
-	return true, apiError(c, code, "bad_data", what+": "+err.Error()+"; nothing of this body was stored")
-}

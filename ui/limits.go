@@ -22,10 +22,13 @@ import (
 // above any of them (a query is at most query.DefaultMaxQueryLength).
 const DefaultOtherBodyBytes = 8 << 20
 
-// DefaultMaxConcurrentImports bounds the text imports decoded at once.
-// An import holds about 16 times its body while it is decoded, so two
-// 32 MiB imports hold about 1 GiB; others wait for a slot (as long as
-// their client waits).
+// DefaultMaxConcurrentImports bounds the text imports running at once.
+// An import streams its body in batches (ui/import.go, importBatchBytes)
+// and holds about 4 MiB whatever its size; the bound is on CPU: parsing
+// and indexing fill a core each, and six at once on two cores took three
+// times as long as two at a time (TestAbuseParallelImports). Others wait
+// for a slot as long as their client waits; the read timeout counts from
+// when an import gets its slot.
 const DefaultMaxConcurrentImports = 2
 
 // Timeouts of the HTTP server when Options leaves them zero.
@@ -86,6 +89,9 @@ func (s *Server) bounded(next http.Handler) http.Handler {
 				return
 			}
 			defer func() { <-imports }()
+			// The wait for the slot does not count against the time
+			// to read the body.
+			_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.opts.ReadTimeout))
 		}
 		next.ServeHTTP(w, r)
 	})

@@ -1,0 +1,133 @@
+package ui
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestImportStreamsBatches: a body of many batches with a bad line far
+// into it stores the batches before the bad line's, and the 400 names
+// the line and what was stored.
+func TestImportStreamsBatches(t *testing.T) {
+	ts := newTestServer(t, nil)
+	base := time.Now().Add(-time.Hour).UnixMilli()
+	var b strings.Builder
+	lines := 0
+	for b.Len() < 3*importBatchBytes {
+		fmt.Fprintf(&b, "stream_probe{i=\"%d\"} %d %d\n", lines, lines, base)
+		lines++
+	}
+	good := lines
+	b.WriteString("stream_probe{i=\"bad\" 1\n") // line good+1
+	for range 100 {
+		fmt.Fprintf(&b, "stream_after %d %d\n", lines, base)
+		lines++
+	}
+	code, out := ts.post("/api/v1/import/prometheus", "text/plain", []byte(b.String()))
+	require.Equal(t, http.StatusBadRequest, code, out)
+	require.Contains(t, out, fmt.Sprintf("line %d: ", good+1))
+
+	// The batches before the bad line's are stored, as the answer says.
+	var storedLines, storedSamples, next int
+	_, err := fmt.Sscanf(out[strings.Index(out, "; lines 1-"):], "; lines 1-%d (%d samples) were stored, nothing from line %d on", &storedLines, &storedSamples, &next)
+	require.NoError(t, err, out)
+	require.Equal(t, storedLines, storedSamples, "one sample a line")
+	require.Equal(t, storedLines+1, next)
+	require.Positive(t, storedLines)
+	require.Less(t, storedLines, good+1)
+	ts.db.Flush()
+	require.Equal(t, fmt.Sprint(storedSamples), ts.instantValue(t, "count(stream_probe)", base))
+	require.Equal(t, "", ts.instantValue(t, "count(stream_after)", base), "nothing from the bad line on")
+
+	// A good body of many batches is stored whole.
+	b.Reset()
+	for i := range 20_000 {
+		fmt.Fprintf(&b, "stream_whole{i=\"%d\"} %d %d\n", i, i, base)
+	}
+	require.Greater(t, b.Len(), 2*importBatchBytes)
+	code, out = ts.post("/api/v1/import/prometheus?extra_label=site=lab1", "text/plain", []byte(b.String()))
+	require.Equal(t, http.StatusNoContent, code, out)
+	ts.db.Flush()
+	require.Equal(t, "20000", ts.instantValue(t, `count(stream_whole{site="lab1"})`, base))
+}
+
+// TestImportOpenMetricsBatches: an OpenMetrics body longer than a batch
+// (one # EOF, at the end) is stored whole.
+func TestImportOpenMetricsBatches(t *testing.T) {
+	ts := newTestServer(t, nil)
+	base := time.Now().Add(-time.Hour).Unix()
+	var b strings.Builder
+	b.WriteString("# TYPE om_probe gauge\n# HELP om_probe A probe.\n")
+	for i := range 20_000 {
+		fmt.Fprintf(&b, "om_probe{i=\"%d\"} %d %d\n", i, i, base)
+	}
+	b.WriteString("# EOF\n")
+	code, out := ts.post("/api/v1/import/prometheus", "application/openmetrics-text; version=1.0.0", []byte(b.String()))
+	require.Equal(t, http.StatusNoContent, code, out)
+	ts.db.Flush()
+	require.Equal(t, "20000", ts.instantValue(t, "count(om_probe)", base*1000))
+}
+
+// TestImportChunkedOverLimit: a chunked body cut off by the body limit
+// after some batches says what was stored.
+func TestImportChunkedOverLimit(t *testing.T) {
+	ts := newTestServer(t, func(o *Options) { o.MaxRequestBodyBytes = 3 * importBatchBytes })
+	base := time.Now().Add(-time.Hour).UnixMilli()
+	var b bytes.Buffer
+	for i := 0; b.Len() < 4*importBatchBytes; i++ {
+		fmt.Fprintf(&b, "chunked_probe{i=\"%d\"} 1 %d\n", i, base)
+	}
+	req, err := http.NewRequest(http.MethodPost, "/api/v1/import/prometheus", io.MultiReader(&b))
+	require.NoError(t, err)
+	req.ContentLength = -1
+	code, out := ts.do(req)
+	require.Equal(t, http.StatusRequestEntityTooLarge, code, out)
+	require.Regexp(t, `lines 1-\d+ \(\d+ samples\) were stored`, out)
+}
+
+func TestLineBatches(t *testing.T) {
+	long := strings.Repeat("x", 200<<10)
+	body := "a 1\nb 2\n" + long + " 3\nc 4"
+	lb := newLineBatches(strings.NewReader(body), 16)
+	var got []string
+	var firsts []int
+	for {
+		batch, first, err := lb.next()
+		if len(batch) > 0 {
+			got = append(got, string(batch))
+			firsts = append(firsts, first)
+		}
+		if err == io.EOF {
+			break
+		}
+		require.NoError(t, err)
+	}
+	require.Len(t, got, 2)
+	require.True(t, got[0] == "a 1\nb 2\n"+long+" 3\n", "whole lines, the long one included")
+	require.Equal(t, "c 4", got[1])
+	require.Equal(t, []int{1, 4}, firsts)
+}
+
+// instantValue is the value of a one-element instant query at ms, or ""
+// when the result is empty.
+func (ts *testServer) instantValue(t *testing.T, q string, ms int64) string {
+	t.Helper()
+	code, body := ts.get("/api/v1/query?" + url.Values{"query": {q}, "time": {fmt.Sprintf("%.3f", float64(ms)/1000)}}.Encode())
+	require.Equal(t, http.StatusOK, code, body)
+	data := string(decode(t, body).Data)
+	if strings.Contains(data, `"result":[]`) {
+		return ""
+	}
+	i := strings.LastIndex(data, `,"`)
+	j := strings.LastIndex(data, `"]`)
+	require.True(t, i >= 0 && j > i, data)
+	return data[i+2 : j]
+}
