@@ -203,9 +203,9 @@ func (a *appender) Commit() (err error) {
 	lo, hi := now-db.oldestAccepted().Milliseconds(), now+futureRetention.Milliseconds()
 	rawLo := now - db.opts.RetentionRaw.Milliseconds()
 	minT, maxT := int64(math.MaxInt64), int64(math.MinInt64)
-	rows := a.rows[:0]
+	rows, refs := a.rows[:0], a.refs[:0]
 	var old []vmstorage.MetricRow
-	for _, r := range a.rows {
+	for i, r := range a.rows {
 		if r.Timestamp < lo || r.Timestamp > hi {
 			continue
 		}
@@ -215,6 +215,7 @@ func (a *appender) Commit() (err error) {
 		}
 		minT, maxT = min(minT, r.Timestamp), max(maxT, r.Timestamp)
 		rows = append(rows, r)
+		refs = append(refs, a.refs[i])
 	}
 	if n := len(a.rows) - len(rows) - len(old); n > 0 {
 		db.metrics.appendErrors(reasonOutOfBounds, n)
@@ -232,6 +233,15 @@ func (a *appender) Commit() (err error) {
 	if err := db.addRows(rows); err != nil {
 		db.metrics.appendErrors(reasonWrite, len(rows))
 		return err
+	}
+	// Queryable from here on: the head shows the rows until
+	// VictoriaMetrics does (head.go). Only after AddRows returned, so a
+	// flush that closes this generation finds them in VictoriaMetrics.
+	db.head.add(rows, refs)
+	if db.head.due() {
+		// Nothing flushed for a while (no downsampler): bound the head.
+		// The read lock is held already.
+		db.head.flush(db.vm.DebugFlush, false)
 	}
 	db.recent.add(rows)
 	db.metrics.samplesAppended.Add(float64(len(rows)))

@@ -150,6 +150,9 @@ type DB struct {
 	// recent holds the last minutes of the raw series rules read; see
 	// recent_window.go. Commit feeds it.
 	recent *recentWindow
+	// head holds the committed samples VictoriaMetrics may not show yet;
+	// raw reads merge it in (head.go). Commit feeds it, Flush trims it.
+	head *head
 
 	// closeMu is held for reading by every operation that touches vm, and
 	// for writing by Close, so that nothing reaches a closed VM storage
@@ -274,6 +277,7 @@ func Open(opts Options) (db *DB, err error) {
 		state:      state,
 		names:      newSeriesCache(seriesCacheSize(opts.MemoryBudget)),
 		recent:     newRecentWindow(opts.Now, maxRecentSeries(opts.MemoryBudget), log),
+		head:       newHead(nil),
 		meta:       meta,
 		addRowsSem: make(chan struct{}, runtime.GOMAXPROCS(0)),
 	}
@@ -396,19 +400,22 @@ func (db *DB) Close() (err error) {
 	return err
 }
 
-// Flush makes everything committed so far visible to queries (VM's
-// DebugFlush). Samples become durable on VM's own schedule (about a second
-// for the in-memory buffers, a few seconds to disk) whether Flush is called
-// or not.
+// Flush makes everything written so far searchable in VictoriaMetrics
+// itself (its DebugFlush on every tier) and trims the head, which showed
+// the raw samples to queries until then. Committed samples are queryable
+// at once whether Flush is called or not (the head), and become durable
+// on VM's own schedule (a few seconds to disk; the WAL before that).
 func (db *DB) Flush() {
 	db.closeMu.RLock()
 	defer db.closeMu.RUnlock()
 	if db.closed {
 		return
 	}
-	for _, ts := range db.tiers {
-		ts.vm.DebugFlush()
-	}
+	db.head.flush(func() {
+		for _, ts := range db.tiers {
+			ts.vm.DebugFlush()
+		}
+	}, true)
 }
 
 // State returns the bbolt file for state that is not a time series. Each
