@@ -230,18 +230,21 @@ func (a *appender) Commit() (err error) {
 	if len(rows) == 0 {
 		return nil
 	}
-	if err := db.addRows(rows); err != nil {
-		db.metrics.appendErrors(reasonWrite, len(rows))
-		return err
+	if db.head.write == nil {
+		if err := db.addRows(rows); err != nil {
+			db.metrics.appendErrors(reasonWrite, len(rows))
+			return err
+		}
 	}
 	// Queryable from here on: the head shows the rows until
 	// VictoriaMetrics does (head.go). Only after AddRows returned, so a
-	// flush that closes this generation finds them in VictoriaMetrics.
+	// flush that closes this generation finds them in VictoriaMetrics;
+	// with HeadBatchWrites the flush writes them itself.
 	db.head.add(rows, refs)
 	if db.head.due() {
 		// Nothing flushed for a while (no downsampler): bound the head.
-		// The read lock is held already.
-		db.head.flush(db.vm.DebugFlush, false)
+		// The read lock is held already; a failed write is counted.
+		_ = db.head.flush(db.vm.DebugFlush, false)
 	}
 	db.recent.add(rows)
 	db.metrics.samplesAppended.Add(float64(len(rows)))

@@ -115,6 +115,13 @@ type Options struct {
 	// DisableWAL turns the write-ahead log off (benchmarks compare): a
 	// commit is then durable only on VictoriaMetrics' own schedule.
 	DisableWAL bool
+	// HeadBatchWrites makes Commit leave raw samples in the head and the
+	// head's flush (every 15 s with the downsampler, else at most every
+	// headFlushAfter) write them to VictoriaMetrics several samples per
+	// series at once, VictoriaMetrics' fast path. Off by default: the
+	// first step of issue 17's head (head.go); the rollups are still read
+	// back from raw.
+	HeadBatchWrites bool
 }
 
 // DefaultOptions returns the options the appliance runs with; set Path.
@@ -281,6 +288,16 @@ func Open(opts Options) (db *DB, err error) {
 		meta:       meta,
 		addRowsSem: make(chan struct{}, runtime.GOMAXPROCS(0)),
 	}
+	if opts.HeadBatchWrites {
+		db.head.write = func(rows []vmstorage.MetricRow) error {
+			if err := db.addRows(rows); err != nil {
+				db.metrics.appendErrors(reasonWrite, len(rows))
+				db.logger.Warn("cannot write the head's samples to the raw tier", "samples", len(rows), "err", err)
+				return err
+			}
+			return nil
+		}
+	}
 	db.minT.Store(math.MaxInt64)
 	db.maxT.Store(math.MinInt64)
 	db.disk = newDiskGuard(opts.Path, opts.MinFreeDisk, opts.FreeDiskBytes)
@@ -371,6 +388,12 @@ func (db *DB) Close() (err error) {
 	}
 	db.closed = true
 	db.metrics.unregister()
+	if db.head.write != nil {
+		// The head's samples reach the raw tier before it closes.
+		if e := db.head.flush(func() {}, true); e != nil {
+			err = fmt.Errorf("write the head to the raw tier: %w", e)
+		}
+	}
 	for _, ts := range db.tiers {
 		if e := closeVM(ts.vm); e != nil {
 			err = errors.Join(err, fmt.Errorf("close tier %s: %w", ts.tier, e))
@@ -411,7 +434,7 @@ func (db *DB) Flush() {
 	if db.closed {
 		return
 	}
-	db.head.flush(func() {
+	_ = db.head.flush(func() { // a failed write is counted and logged
 		for _, ts := range db.tiers {
 			ts.vm.DebugFlush()
 		}

@@ -157,3 +157,74 @@ func TestCommitFlushesAnIdleHead(t *testing.T) {
 	order, _ := selectAll(t, db, now-60_000, now, nil, name)
 	require.Equal(t, []string{`{__name__="idle", a="1"}`, `{__name__="idle", a="2"}`}, order, "VictoriaMetrics shows them")
 }
+
+// TestHeadBatchWrites: with Options.HeadBatchWrites, Commit leaves the
+// samples in the head (queryable), the flush writes them to
+// VictoriaMetrics series by series, and Close writes what is left.
+func TestHeadBatchWrites(t *testing.T) {
+	dir := t.TempDir()
+	opts := DefaultOptions()
+	opts.Path = dir
+	opts.HeadBatchWrites = true
+	opts.DisableWAL = true // only the head's own write can bring them back
+	db, err := Open(opts)
+	require.NoError(t, err)
+	now := time.Now().UnixMilli()
+	for i := range 3 {
+		appendSamples(t, db, map[string][]sample{
+			`b{s="1"}`: {{now - 10_000 + int64(i)*1000, float64(i)}},
+			`b{s="2"}`: {{now - 10_000 + int64(i)*1000, float64(10 + i)}},
+		})
+	}
+	name := labels.MustNewMatcher(labels.MatchEqual, "__name__", "b")
+	tfs, err := toTagFilters([]*labels.Matcher{name})
+	require.NoError(t, err)
+	inVM := func() int {
+		t.Helper()
+		set, err := db.readSeries(context.Background(), TierRaw, tfs, now-60_000, now)
+		require.NoError(t, err)
+		n := 0
+		for _, s := range set {
+			n += len(s.ts)
+		}
+		return n
+	}
+	db.vm.DebugFlush()
+	require.Zero(t, inVM(), "Commit did not write to VictoriaMetrics")
+	want := map[string][]sample{
+		`{__name__="b", s="1"}`: {{now - 10_000, 0}, {now - 9000, 1}, {now - 8000, 2}},
+		`{__name__="b", s="2"}`: {{now - 10_000, 10}, {now - 9000, 11}, {now - 8000, 12}},
+	}
+	_, got := selectAll(t, db, now-60_000, now, nil, name)
+	for k, w := range want {
+		requireSamples(t, w, got[k])
+	}
+
+	// The flush writes them, each series' samples next to each other.
+	var written []vmstorage.MetricRow
+	write := db.head.write
+	db.head.write = func(rows []vmstorage.MetricRow) error {
+		written = append(written, rows...)
+		return write(rows)
+	}
+	db.Flush()
+	require.Len(t, written, 6)
+	for i := 0; i < 6; i += 3 {
+		require.Equal(t, written[i].MetricNameRaw, written[i+1].MetricNameRaw)
+		require.Equal(t, written[i].MetricNameRaw, written[i+2].MetricNameRaw)
+	}
+	require.Equal(t, 6, inVM())
+	require.Empty(t, db.head.read([]*labels.Matcher{name}, now-60_000, now, false))
+	_, got = selectAll(t, db, now-60_000, now, nil, name)
+	for k, w := range want {
+		requireSamples(t, w, got[k])
+	}
+
+	// Left in the head at Close: written before the tier closes.
+	appendSamples(t, db, map[string][]sample{`b{s="3"}`: {{now - 5000, 30}}})
+	require.NoError(t, db.Close())
+	db = openTestDB(t, dir, nil)
+	_, got = selectAll(t, db, now-60_000, now, nil, name)
+	requireSamples(t, []sample{{now - 5000, 30}}, got[`{__name__="b", s="3"}`])
+	require.Len(t, got, 3)
+}
