@@ -340,6 +340,30 @@ func (h *head) read(ms []*labels.Matcher, mint, maxt int64, labelsOnly bool) []*
 	return out
 }
 
+// delete drops the series matching ms (DB.Delete): the head must not show
+// them, nor write them later.
+func (h *head) delete(ms []*labels.Matcher) {
+	var mn vmstorage.MetricName
+	var b labels.ScratchBuilder
+	for i := range h.shards {
+		sh := &h.shards[i]
+		sh.mu.Lock()
+		for ref, s := range sh.series {
+			if err := mn.UnmarshalRaw(s.raw); err != nil || !matchesAll(ms, metricNameToLabels(&b, &mn)) {
+				continue
+			}
+			delete(sh.series, ref)
+			list := slices.DeleteFunc(sh.byName[s.name], func(o *headSeries) bool { return o == s })
+			if len(list) == 0 {
+				delete(sh.byName, s.name)
+			} else {
+				sh.byName[s.name] = list
+			}
+		}
+		sh.mu.Unlock()
+	}
+}
+
 // labelValues returns the values of label name on the head's series
 // matching ms with samples in [mint, maxt] not yet flushed. The metric
 // names without other matchers (Grafana's metric browser) come from the
