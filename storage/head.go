@@ -159,7 +159,7 @@ func (sh *headShard) create(ref uint64, raw []byte, g uint64) *headSeries {
 func (s *headSeries) add(t int64, v float64, g uint64) {
 	switch {
 	case g == s.gen+1:
-		s.ts, s.vs = s.ts[s.split:], s.vs[s.split:]
+		s.dropPrev()
 		s.split, s.gen = len(s.ts), g
 	case g > s.gen+1:
 		s.ts, s.vs = s.ts[:0], s.vs[:0]
@@ -167,6 +167,16 @@ func (s *headSeries) add(t int64, v float64, g uint64) {
 	}
 	s.ts = append(s.ts, t)
 	s.vs = append(s.vs, v)
+}
+
+// dropPrev drops the samples of generation gen-1, keeping the buffers.
+func (s *headSeries) dropPrev() {
+	if s.split == 0 {
+		return
+	}
+	n := copy(s.ts, s.ts[s.split:])
+	copy(s.vs, s.vs[s.split:])
+	s.ts, s.vs, s.split = s.ts[:n], s.vs[:n], 0
 }
 
 // visible returns the part of s's samples not yet known flushed.
@@ -247,8 +257,9 @@ func (h *head) due() bool {
 	return h.wall().UnixMilli()-h.lastFlush.Load() >= headFlushAfter.Milliseconds()
 }
 
-// sweep drops the samples of generations up to flushed, and the series left
-// without samples.
+// sweep drops the samples of generations up to flushed, and the series
+// that got none in the two generations before: a series scraped every
+// interval keeps its entry and buffers from flush to flush.
 func (h *head) sweep(flushed uint64) {
 	for i := range h.shards {
 		sh := &h.shards[i]
@@ -256,19 +267,20 @@ func (h *head) sweep(flushed uint64) {
 		dropped := false
 		for ref, s := range sh.series {
 			switch {
-			case s.gen <= flushed:
+			case s.gen < flushed:
 				delete(sh.series, ref)
 				dropped = true
-			case s.gen-1 <= flushed && s.split > 0:
-				s.ts, s.vs = s.ts[s.split:], s.vs[s.split:]
-				s.split = 0
+			case s.gen == flushed:
+				s.ts, s.vs, s.split = s.ts[:0], s.vs[:0], 0
+			case s.gen-1 == flushed:
+				s.dropPrev()
 			}
 		}
 		if dropped {
 			for name, list := range sh.byName {
 				keep := list[:0]
 				for _, s := range list {
-					if s.gen > flushed {
+					if s.gen >= flushed {
 						keep = append(keep, s)
 					}
 				}

@@ -112,8 +112,7 @@ func TestHeadGenerations(t *testing.T) {
 	// A sample added during the flush belongs to the next generation.
 	h.flush(func() { add(1, raw, 2) }, true)
 	require.Equal(t, map[string][]int64{"1": {2}}, times())
-	require.Len(t, h.shards[2%headShards].series, 0, "series 2 has nothing left")
-	require.Len(t, h.shards[2%headShards].byName["g"], 0)
+	require.Len(t, h.shards[2%headShards].series, 1, "series 2 keeps its entry for one more generation")
 
 	add(1, raw, 3)
 	h.flush(func() {
@@ -123,6 +122,9 @@ func TestHeadGenerations(t *testing.T) {
 		require.Equal(t, map[string][]int64{"1": {2, 3, 4}}, times())
 	}, true)
 	require.Equal(t, map[string][]int64{"1": {4}}, times())
+	require.Len(t, h.shards[2%headShards].series, 0, "series 2 got nothing for two generations")
+	require.Len(t, h.shards[2%headShards].byName["g"], 0)
+	require.Len(t, h.shards[1%headShards].byName["g"], 1)
 
 	// A flush already running: a Commit's flush does not wait for it.
 	h.flushMu.Lock()
