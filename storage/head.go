@@ -352,6 +352,20 @@ func (h *head) read(ms []*labels.Matcher, mint, maxt int64, labelsOnly bool) []*
 	return out
 }
 
+// size returns the series and samples the head holds.
+func (h *head) size() (series, samples int) {
+	for i := range h.shards {
+		sh := &h.shards[i]
+		sh.mu.RLock()
+		series += len(sh.series)
+		for _, s := range sh.series {
+			samples += len(s.ts)
+		}
+		sh.mu.RUnlock()
+	}
+	return series, samples
+}
+
 // delete drops the series matching ms (DB.Delete): the head must not show
 // them, nor write them later.
 func (h *head) delete(ms []*labels.Matcher) {

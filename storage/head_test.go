@@ -81,6 +81,9 @@ func TestHeadMergesWithVictoriaMetrics(t *testing.T) {
 		require.Len(t, got[`{__name__="m", a="1"}`], 3)
 	}
 	check()
+	series, samples := db.head.size()
+	require.Equal(t, 2, series)
+	require.Equal(t, 5, samples, "the retry is held twice, read once")
 	require.NotEmpty(t, db.head.read([]*labels.Matcher{name}, now-60_000, now, false))
 	db.Flush()
 	require.Empty(t, db.head.read([]*labels.Matcher{name}, now-60_000, now, false), "flushed: VictoriaMetrics shows it")

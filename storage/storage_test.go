@@ -674,6 +674,7 @@ func TestSelfMetricsRegistered(t *testing.T) {
 		"appliance_storage_samples_appended_total", "appliance_storage_active_series",
 		"appliance_storage_append_errors_total", "appliance_storage_rows_pending",
 		"appliance_storage_parts", "appliance_storage_disk_bytes",
+		"appliance_storage_head_series", "appliance_storage_head_samples",
 	} {
 		require.True(t, names[n], n)
 	}
