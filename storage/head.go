@@ -302,6 +302,12 @@ func (h *head) sweep(flushed uint64) {
 func (h *head) read(ms []*labels.Matcher, mint, maxt int64, labelsOnly bool) []*series {
 	flushed := h.flushed.Load()
 	name, named := selectedName(ms)
+	var nameMs []*labels.Matcher
+	for _, m := range ms {
+		if m.Name == labels.MetricName {
+			nameMs = append(nameMs, m)
+		}
+	}
 	var (
 		out []*series
 		mn  vmstorage.MetricName
@@ -338,11 +344,21 @@ func (h *head) read(ms []*labels.Matcher, mint, maxt int64, labelsOnly bool) []*
 				out = append(out, got)
 			}
 		}
-		if named {
+		switch {
+		case named:
 			for _, s := range sh.byName[name] {
 				visit(s)
 			}
-		} else {
+		case len(nameMs) > 0:
+			// `{__name__=~"vllm:.*"}`: test the names, not every series.
+			for metric, list := range sh.byName {
+				if matchesAllValue(nameMs, metric) {
+					for _, s := range list {
+						visit(s)
+					}
+				}
+			}
+		default:
 			for _, s := range sh.series {
 				visit(s)
 			}
@@ -350,6 +366,15 @@ func (h *head) read(ms []*labels.Matcher, mint, maxt int64, labelsOnly bool) []*
 		sh.mu.RUnlock()
 	}
 	return out
+}
+
+func matchesAllValue(ms []*labels.Matcher, v string) bool {
+	for _, m := range ms {
+		if !m.Matches(v) {
+			return false
+		}
+	}
+	return true
 }
 
 // size returns the series and samples the head holds.

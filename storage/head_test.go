@@ -52,6 +52,16 @@ func TestHeadShowsCommitsAtOnce(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{"__name__", "job", "zone"}, names)
 
+	// A regexp on the name, and no name at all.
+	order, _ = selectAll(t, db, now-60_000, now, nil, labels.MustNewMatcher(labels.MatchRegexp, "__name__", "fresh_.*"))
+	require.Equal(t, []string{`{__name__="fresh_metric", job="new", zone="eu"}`}, order)
+	order, _ = selectAll(t, db, now-60_000, now, nil, labels.MustNewMatcher(labels.MatchEqual, "job", "new"))
+	require.Equal(t, []string{`{__name__="fresh_metric", job="new", zone="eu"}`}, order)
+	order, _ = selectAll(t, db, now-60_000, now, nil, labels.MustNewMatcher(labels.MatchRegexp, "__name__", "other_.*"))
+	require.Empty(t, order)
+	require.Len(t, db.head.read([]*labels.Matcher{labels.MustNewMatcher(labels.MatchRegexp, "__name__", "fresh_.*")}, now-60_000, now, false), 1)
+	require.Empty(t, db.head.read([]*labels.Matcher{labels.MustNewMatcher(labels.MatchRegexp, "__name__", "other_.*")}, now-60_000, now, false))
+
 	// Outside the range: nothing.
 	_, got = selectAll(t, db, now-600_000, now-300_000, nil, name)
 	require.Empty(t, got)
