@@ -240,7 +240,12 @@ func (a *appender) Commit() (err error) {
 	// VictoriaMetrics does (head.go). Only after AddRows returned, so a
 	// flush that closes this generation finds them in VictoriaMetrics;
 	// with HeadBatchWrites the flush writes them itself.
-	db.head.add(rows, refs)
+	if skipped := db.head.add(rows, refs, nil); len(skipped) > 0 && db.head.write != nil {
+		if err := db.addRows(skipped); err != nil {
+			db.metrics.appendErrors(reasonWrite, len(skipped))
+			return err
+		}
+	}
 	if db.head.due() {
 		// Nothing flushed for a while (no downsampler): bound the head.
 		// The read lock is held already; a failed write is counted.

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"bytes"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -45,8 +46,9 @@ import (
 // 5 s and a 15 s flush, up to 600,000 samples of 16 bytes) and about
 // 100 bytes per series that received a sample since the last flush but
 // one; the raw names are shared with the appenders' series cache. Labels
-// are decoded from the raw name at read time, for the series of the
-// selected metric name only when a selector names one.
+// are decoded from the raw name at read time, only for the series of the
+// metric names a selector's __name__ matchers accept when it has any, else
+// for every series the head holds.
 
 const (
 	// headShards splits the head's locks: commits of concurrent scrapes
@@ -118,8 +120,13 @@ func newHead(wall func() time.Time) *head {
 }
 
 // add keeps rows (refs parallel) in the current generation. Commit calls it
-// after VictoriaMetrics took the rows.
-func (h *head) add(rows []vmstorage.MetricRow, refs []uint64) {
+// after VictoriaMetrics took the rows (unless the head batches writes). It
+// returns the rows it did not keep, appended to skipped: those whose ref
+// the head holds for another name. A ref is the labels' hash and the
+// series cache tells colliding label sets apart only while it holds both,
+// so two series may share a ref over time (about 1e-8 odds at a million
+// series); such a row is left to VictoriaMetrics alone.
+func (h *head) add(rows []vmstorage.MetricRow, refs []uint64, skipped []vmstorage.MetricRow) []vmstorage.MetricRow {
 	h.addMu.RLock()
 	defer h.addMu.RUnlock()
 	g := h.gen.Load()
@@ -128,12 +135,27 @@ func (h *head) add(rows []vmstorage.MetricRow, refs []uint64) {
 		sh := &h.shards[refs[i]%headShards]
 		sh.mu.Lock()
 		s := sh.series[refs[i]]
-		if s == nil {
+		switch {
+		case s == nil:
 			s = sh.create(refs[i], r.MetricNameRaw, g)
+		case !sameName(s.raw, r.MetricNameRaw):
+			sh.mu.Unlock()
+			skipped = append(skipped, *r)
+			continue
 		}
 		s.add(r.Timestamp, r.Value, g)
 		sh.mu.Unlock()
 	}
+	return skipped
+}
+
+// sameName compares raw names, at once when both are the series cache's
+// copy (the common case).
+func sameName(a, b []byte) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	return len(a) == 0 || &a[0] == &b[0] || bytes.Equal(a, b)
 }
 
 // create adds a series; sh.mu is held.

@@ -111,7 +111,7 @@ func TestHeadGenerations(t *testing.T) {
 	other, err := marshalRawName(nil, labels.FromStrings("__name__", "g", "i", "2"))
 	require.NoError(t, err)
 	add := func(ref uint64, name []byte, ts int64) {
-		h.add([]vmstorage.MetricRow{{MetricNameRaw: name, Timestamp: ts, Value: float64(ts)}}, []uint64{ref})
+		require.Empty(t, h.add([]vmstorage.MetricRow{{MetricNameRaw: name, Timestamp: ts, Value: float64(ts)}}, []uint64{ref}, nil))
 	}
 	times := func() map[string][]int64 {
 		out := map[string][]int64{}
@@ -138,6 +138,12 @@ func TestHeadGenerations(t *testing.T) {
 	require.Len(t, h.shards[2%headShards].series, 0, "series 2 got nothing for two generations")
 	require.Len(t, h.shards[2%headShards].byName["g"], 0)
 	require.Len(t, h.shards[1%headShards].byName["g"], 1)
+
+	// A ref the head holds for another name (a hash collision the series
+	// cache no longer sees): left to VictoriaMetrics.
+	row := vmstorage.MetricRow{MetricNameRaw: other, Timestamp: 5, Value: 5}
+	require.Equal(t, []vmstorage.MetricRow{row}, h.add([]vmstorage.MetricRow{row}, []uint64{1}, nil))
+	require.Equal(t, map[string][]int64{"1": {4}}, times())
 
 	// A flush already running: a Commit's flush does not wait for it.
 	h.flushMu.Lock()
