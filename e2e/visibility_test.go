@@ -1,8 +1,10 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -73,4 +75,68 @@ func TestNewSeriesVisibility(t *testing.T) {
 	}
 	t.Logf("visibility: worst of %d rounds from sending the write to the first answer showing it: %s", visibilityRounds, worst)
 	require.Empty(t, late, "rounds whose samples the first query after the acknowledged write did not see")
+}
+
+// TestRulesSeeNewSeriesAtOnce: the first rule evaluation that starts after
+// a remote write was acknowledged sees the new series it brought (issue
+// 15: "queryable (API and rules)"). Rounds of a new series each; the
+// barrier is the group's lastEvaluation passing the acknowledgement, not
+// a wait.
+func TestRulesSeeNewSeriesAtOnce(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "probe.rules.yml"), []byte(`groups:
+  - name: visibility
+    interval: 1s
+    warmup: 0s
+    rules:
+      - alert: VisibilityProbe
+        expr: visibility_rule_probe > 0
+        labels:
+          severity: P2
+`), 0o644))
+	cfg := writeConfig(t, dir, "global: {evaluation_interval: 1s}\nscrape_configs: []\nrule_files: [probe.rules.yml]\n")
+	p := start(t, cfg, filepath.Join(dir, "data"))
+
+	lastEvaluation := func() time.Time {
+		t.Helper()
+		code, r := p.get("/api/v1/rules", nil)
+		require.Equal(t, http.StatusOK, code, r.Error)
+		var data struct {
+			Groups []struct {
+				Name           string    `json:"name"`
+				LastEvaluation time.Time `json:"lastEvaluation"`
+			} `json:"groups"`
+		}
+		require.NoError(t, json.Unmarshal(r.Data, &data))
+		for _, g := range data.Groups {
+			if g.Name == "visibility" {
+				return g.LastEvaluation
+			}
+		}
+		t.Fatalf("no rule group visibility in /api/v1/rules")
+		return time.Time{}
+	}
+	const rounds = 5
+	for i := range rounds {
+		// lastEvaluation is when an evaluation started; it queries at its
+		// scheduled tick, a little earlier. A sample 2 s old is in every
+		// such query's lookback however late the evaluation starts.
+		at := time.Now().Add(-2 * time.Second)
+		req := &prompb.WriteRequest{Timeseries: []prompb.TimeSeries{{
+			Labels:  []prompb.Label{{Name: "__name__", Value: "visibility_rule_probe"}, {Name: "round", Value: fmt.Sprint(i)}},
+			Samples: []prompb.Sample{{Timestamp: at.UnixMilli(), Value: 1}},
+		}}}
+		code, body := p.post("/api/v1/write", "application/x-protobuf", remoteWriteBody(t, req), rwHeaders)
+		require.Equal(t, http.StatusNoContent, code, body)
+		acked := time.Now()
+		// An evaluation stamped after the acknowledgement started after it.
+		eventually(t, 30*time.Second, "an evaluation after the write", func() bool {
+			return lastEvaluation().After(acked)
+		})
+		active := map[string]bool{}
+		for _, a := range p.alerts("VisibilityProbe") {
+			active[a.Labels["round"]] = true
+		}
+		require.True(t, active[fmt.Sprint(i)], "round %d: the first evaluation after the write did not see the new series", i)
+	}
 }
