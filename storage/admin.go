@@ -109,6 +109,7 @@ func (db *DB) Delete(_ context.Context, mint, maxt int64, ms ...*labels.Matcher)
 	defer db.readUnlock()
 	// The recent window is emptied whole and refills (recent_window.go).
 	db.recent.reset()
+	db.head.delete(ms)
 	// Rollup series carry the base labels plus __rollup__, so the same
 	// matchers find them in every tier.
 	for _, ts := range db.tiers {

@@ -203,9 +203,9 @@ func (a *appender) Commit() (err error) {
 	lo, hi := now-db.oldestAccepted().Milliseconds(), now+futureRetention.Milliseconds()
 	rawLo := now - db.opts.RetentionRaw.Milliseconds()
 	minT, maxT := int64(math.MaxInt64), int64(math.MinInt64)
-	rows := a.rows[:0]
+	rows, refs := a.rows[:0], a.refs[:0]
 	var old []vmstorage.MetricRow
-	for _, r := range a.rows {
+	for i, r := range a.rows {
 		if r.Timestamp < lo || r.Timestamp > hi {
 			continue
 		}
@@ -215,6 +215,7 @@ func (a *appender) Commit() (err error) {
 		}
 		minT, maxT = min(minT, r.Timestamp), max(maxT, r.Timestamp)
 		rows = append(rows, r)
+		refs = append(refs, a.refs[i])
 	}
 	if n := len(a.rows) - len(rows) - len(old); n > 0 {
 		db.metrics.appendErrors(reasonOutOfBounds, n)
@@ -229,9 +230,26 @@ func (a *appender) Commit() (err error) {
 	if len(rows) == 0 {
 		return nil
 	}
-	if err := db.addRows(rows); err != nil {
-		db.metrics.appendErrors(reasonWrite, len(rows))
-		return err
+	if db.head.write == nil {
+		if err := db.addRows(rows); err != nil {
+			db.metrics.appendErrors(reasonWrite, len(rows))
+			return err
+		}
+	}
+	// Queryable from here on: the head shows the rows until
+	// VictoriaMetrics does (head.go). Only after AddRows returned, so a
+	// flush that closes this generation finds them in VictoriaMetrics;
+	// with HeadBatchWrites the flush writes them itself.
+	if skipped := db.head.add(rows, refs, nil); len(skipped) > 0 && db.head.write != nil {
+		if err := db.addRows(skipped); err != nil {
+			db.metrics.appendErrors(reasonWrite, len(skipped))
+			return err
+		}
+	}
+	if db.head.due() {
+		// Nothing flushed for a while (no downsampler): bound the head.
+		// The read lock is held already; a failed write is counted.
+		_ = db.head.flush(db.vm.DebugFlush, false)
 	}
 	db.recent.add(rows)
 	db.metrics.samplesAppended.Add(float64(len(rows)))

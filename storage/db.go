@@ -115,6 +115,13 @@ type Options struct {
 	// DisableWAL turns the write-ahead log off (benchmarks compare): a
 	// commit is then durable only on VictoriaMetrics' own schedule.
 	DisableWAL bool
+	// HeadBatchWrites makes Commit leave raw samples in the head and the
+	// head's flush (every 15 s with the downsampler, else at most every
+	// headFlushAfter) write them to VictoriaMetrics several samples per
+	// series at once, VictoriaMetrics' fast path. Off by default: the
+	// first step of issue 17's head (head.go); the rollups are still read
+	// back from raw.
+	HeadBatchWrites bool
 }
 
 // DefaultOptions returns the options the appliance runs with; set Path.
@@ -150,6 +157,9 @@ type DB struct {
 	// recent holds the last minutes of the raw series rules read; see
 	// recent_window.go. Commit feeds it.
 	recent *recentWindow
+	// head holds the committed samples VictoriaMetrics may not show yet;
+	// raw reads merge it in (head.go). Commit feeds it, Flush trims it.
+	head *head
 
 	// closeMu is held for reading by every operation that touches vm, and
 	// for writing by Close, so that nothing reaches a closed VM storage
@@ -274,8 +284,19 @@ func Open(opts Options) (db *DB, err error) {
 		state:      state,
 		names:      newSeriesCache(seriesCacheSize(opts.MemoryBudget)),
 		recent:     newRecentWindow(opts.Now, maxRecentSeries(opts.MemoryBudget), log),
+		head:       newHead(nil),
 		meta:       meta,
 		addRowsSem: make(chan struct{}, runtime.GOMAXPROCS(0)),
+	}
+	if opts.HeadBatchWrites {
+		db.head.write = func(rows []vmstorage.MetricRow) error {
+			if err := db.addRows(rows); err != nil {
+				db.metrics.appendErrors(reasonWrite, len(rows))
+				db.logger.Warn("cannot write the head's samples to the raw tier", "samples", len(rows), "err", err)
+				return err
+			}
+			return nil
+		}
 	}
 	db.minT.Store(math.MaxInt64)
 	db.maxT.Store(math.MinInt64)
@@ -367,6 +388,12 @@ func (db *DB) Close() (err error) {
 	}
 	db.closed = true
 	db.metrics.unregister()
+	if db.head.write != nil {
+		// The head's samples reach the raw tier before it closes.
+		if e := db.head.flush(func() {}, true); e != nil {
+			err = fmt.Errorf("write the head to the raw tier: %w", e)
+		}
+	}
 	for _, ts := range db.tiers {
 		if e := closeVM(ts.vm); e != nil {
 			err = errors.Join(err, fmt.Errorf("close tier %s: %w", ts.tier, e))
@@ -396,19 +423,22 @@ func (db *DB) Close() (err error) {
 	return err
 }
 
-// Flush makes everything committed so far visible to queries (VM's
-// DebugFlush). Samples become durable on VM's own schedule (about a second
-// for the in-memory buffers, a few seconds to disk) whether Flush is called
-// or not.
+// Flush makes everything written so far searchable in VictoriaMetrics
+// itself (its DebugFlush on every tier) and trims the head, which showed
+// the raw samples to queries until then. Committed samples are queryable
+// at once whether Flush is called or not (the head), and become durable
+// on VM's own schedule (a few seconds to disk; the WAL before that).
 func (db *DB) Flush() {
 	db.closeMu.RLock()
 	defer db.closeMu.RUnlock()
 	if db.closed {
 		return
 	}
-	for _, ts := range db.tiers {
-		ts.vm.DebugFlush()
-	}
+	_ = db.head.flush(func() { // a failed write is counted and logged
+		for _, ts := range db.tiers {
+			ts.vm.DebugFlush()
+		}
+	}, true)
 }
 
 // State returns the bbolt file for state that is not a time series. Each

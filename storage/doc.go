@@ -189,8 +189,8 @@
 // DB methods are safe for concurrent use. An appender (from AppenderV2 or
 // Appender) belongs to one goroutine and must not be used after Commit or
 // Rollback, as Prometheus' storage.Appender documents. Appenders buffer their
-// samples in memory; Commit writes them to VictoriaMetrics in one call, and
-// Rollback drops them.
+// samples in memory; Commit writes them to VictoriaMetrics in one call
+// (and to the head), and Rollback drops them.
 //
 // # Durability
 //
@@ -231,13 +231,23 @@
 // wlog's Repair, and the segment is logged. Replay is counted in
 // appliance_storage_wal_replayed_samples_total.
 //
-// A head on the same log. The performance issue's in-memory head would
-// sit between Commit and VictoriaMetrics and keep this log as it is: the
-// records are Prometheus' own, keyed by the same refs, so the head
-// replays them into memory instead of into VictoriaMetrics, and a
-// generation is deleted once the head has flushed the windows it covers
-// instead of after walKeep. Only the trim condition (wal.maybeCutLocked)
-// and the replay target (replaySegments) change.
+// The head. Commit hands raw samples to VictoriaMetrics and then to an
+// in-memory head (head.go), which raw reads (queries, rules, the series
+// and label APIs, remote read) merge in, read before VictoriaMetrics and
+// de-duplicated with it: a sample is queryable as soon as Commit returns,
+// new series included (VictoriaMetrics alone shows a new series 6-20 s
+// later: its row buffers, index buffers and tag-filters cache are flushed
+// on their own timers). Flush (the downsampler's, every 15 s) closes a
+// generation of the head, calls VictoriaMetrics' DebugFlush and then drops
+// the generation; with no Flush for 30 s a Commit does it. With
+// Options.HeadBatchWrites (off by default) Commit does not call AddRows:
+// the flush writes the closed generation, each series' samples next to
+// each other (VictoriaMetrics' fast path), and Close writes what is left.
+// The log is unchanged: a generation of it is deleted walKeep (60 s) after
+// the next began, past the head's 30 s, and replay goes through Commit.
+// Not built yet (issue 17): rollups computed from the head at flush
+// instead of read back from raw, and the log's trim tied to the head's
+// flushes instead of walKeep.
 //
 // Free-disk watermark. Below Options.MinFreeDisk (storage.min_free_disk,
 // default 100 MB, VictoriaMetrics' own default) Commit refuses samples

@@ -41,7 +41,15 @@ func newDBMetrics(db *DB, reg prometheus.Registerer) *dbMetrics {
 		Name: "appliance_storage_active_series",
 		Help: "Series with samples in the current or previous hour.",
 	}, func() float64 { return float64(db.ActiveSeries()) })
-	m.collectors = []prometheus.Collector{m.samplesAppended, m.appendErrorsVec, activeSeries, m.vm}
+	headSeries := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "appliance_storage_head_series",
+		Help: "Series the in-memory head holds: those that got samples in the last two flush generations.",
+	}, func() float64 { n, _ := db.head.size(); return float64(n) })
+	headSamples := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "appliance_storage_head_samples",
+		Help: "Samples the in-memory head holds.",
+	}, func() float64 { _, n := db.head.size(); return float64(n) })
+	m.collectors = []prometheus.Collector{m.samplesAppended, m.appendErrorsVec, activeSeries, headSeries, headSamples, m.vm}
 	return m
 }
 

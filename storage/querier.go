@@ -144,9 +144,20 @@ func (q *querier) LabelNames(ctx context.Context, hints *promstorage.LabelHints,
 		return nil, nil, err
 	}
 	defer db.readUnlock()
+	var fromHead []*series
+	if q.tier == TierRaw {
+		fromHead = db.head.read(ms, q.mint, q.maxt, true) // before VM, see head.go
+	}
 	names, err := db.tiers[q.tier].vm.SearchLabelNames(nil, tfs, timeRange(q.mint, q.maxt), labelSearchLimit(hints), labelScanSeries(hints, db.opts.MaxSeriesPerQuery), vmDeadline(ctx))
 	if err != nil {
 		return nil, nil, tooManySeries(searchError("search label names", err), db.opts.MaxSeriesPerQuery)
+	}
+	if len(fromHead) > 0 {
+		for _, s := range fromHead {
+			s.lset.Range(func(l labels.Label) { names = append(names, l.Name) })
+		}
+		slices.Sort(names)
+		names = slices.Compact(names)
 	}
 	slices.Sort(names)
 	names, _ = hints.ApplyLimit(names)
@@ -165,9 +176,18 @@ func (q *querier) LabelValues(ctx context.Context, name string, hints *promstora
 		return nil, nil, err
 	}
 	defer db.readUnlock()
+	var fromHead []string
+	if q.tier == TierRaw {
+		fromHead = db.head.labelValues(name, ms, q.mint, q.maxt) // before VM, see head.go
+	}
 	values, err := db.tiers[q.tier].vm.SearchLabelValues(nil, name, tfs, timeRange(q.mint, q.maxt), labelSearchLimit(hints), labelScanSeries(hints, db.opts.MaxSeriesPerQuery), vmDeadline(ctx))
 	if err != nil {
 		return nil, nil, tooManySeries(searchError("search label values", err), db.opts.MaxSeriesPerQuery)
+	}
+	if len(fromHead) > 0 {
+		values = append(values, fromHead...)
+		slices.Sort(values)
+		values = slices.Compact(values)
 	}
 	slices.Sort(values)
 	values, _ = hints.ApplyLimit(values)

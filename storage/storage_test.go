@@ -510,6 +510,8 @@ func TestDelete(t *testing.T) {
 	db := openTestDB(t, t.TempDir(), nil)
 	appendSamples(t, db, map[string][]sample{`a{x="1"}`: {{baseTime, 1}}, `a{x="2"}`: {{baseTime, 2}}})
 	db.Flush()
+	// Committed since the last flush: in the head, deleted there too.
+	appendSamples(t, db, map[string][]sample{`a{x="1"}`: {{baseTime + 1, 1}}, `a{x="2"}`: {{baseTime + 1, 2}}})
 	m := labels.MustNewMatcher(labels.MatchEqual, "x", "1")
 	require.ErrorIs(t, db.Delete(context.Background(), baseTime, baseTime+1, m), ErrNotSupported)
 	require.NoError(t, db.Delete(context.Background(), math.MinInt64, math.MaxInt64, m))
@@ -672,6 +674,7 @@ func TestSelfMetricsRegistered(t *testing.T) {
 		"appliance_storage_samples_appended_total", "appliance_storage_active_series",
 		"appliance_storage_append_errors_total", "appliance_storage_rows_pending",
 		"appliance_storage_parts", "appliance_storage_disk_bytes",
+		"appliance_storage_head_series", "appliance_storage_head_samples",
 	} {
 		require.True(t, names[n], n)
 	}

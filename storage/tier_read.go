@@ -72,9 +72,16 @@ func (db *DB) readRaw(ctx context.Context, ms []*labels.Matcher, a readAgg, mint
 	if err != nil {
 		return nil, err
 	}
+	// The head first: what it no longer shows was flushed before this
+	// read and is found in VictoriaMetrics (head.go).
+	fromHead := db.head.read(ms, mint, maxt, false)
 	set, err := db.readSeries(ctx, TierRaw, tfs, mint, maxt)
-	if err != nil || a != readCount {
-		return set, err
+	if err != nil {
+		return nil, err
+	}
+	set = mergeHead(set, fromHead, false)
+	if a != readCount {
+		return set, nil
 	}
 	out := set[:0]
 	for _, s := range set {
@@ -215,6 +222,10 @@ func (db *DB) searchTier(ctx context.Context, tier Tier, ms []*labels.Matcher, m
 	if err != nil {
 		return nil, err
 	}
+	var fromHead []*series
+	if tier == TierRaw {
+		fromHead = db.head.read(ms, mint, maxt, true)
+	}
 	var set []*series
 	if limit > 0 {
 		set, err = db.searchSeriesLimited(ctx, tier, ms, mint, maxt, limit)
@@ -222,7 +233,7 @@ func (db *DB) searchTier(ctx context.Context, tier Tier, ms []*labels.Matcher, m
 		set, err = db.searchSeries(ctx, tier, tfs, mint, maxt)
 	}
 	if err != nil || tier == TierRaw {
-		return set, err
+		return mergeHead(set, fromHead, true), err
 	}
 	seen := make(map[string]bool, len(set)/4)
 	out := set[:0]

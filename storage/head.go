@@ -1,0 +1,503 @@
+package storage
+
+import (
+	"bytes"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	vmstorage "github.com/VictoriaMetrics/VictoriaMetrics/lib/storage"
+	"github.com/prometheus/prometheus/model/labels"
+)
+
+// The head holds the samples committed to the raw tier that
+// VictoriaMetrics may not show yet, and queries of the raw tier read it
+// together with VictoriaMetrics, so a sample is queryable as soon as its
+// Commit returns (issue 15: within a second; before the head, 6-20 s for a
+// new series).
+//
+// Why VictoriaMetrics shows a sample late. AddRows buffers rows per shard
+// and makes them searchable every 2 s (pendingRowsFlushInterval) or when a
+// buffer fills; a new series' index entries wait up to 1 s
+// (pendingItemsFlushInterval); and a search that ran before the entries
+// were searchable leaves its answer (without the new series) in the
+// tag-filters cache, which is reset only every 10 s after new index
+// entries (defaultFlushCallbackInterval). Only DebugFlush does all three
+// at once, and calling it at every commit would make a part per commit.
+//
+// Generations. Every sample in the head belongs to the generation that was
+// current when it was added; a flush (DB.Flush, which the downsampler calls
+// every 15 s, or a Commit when nothing flushed for headFlushAfter) closes
+// the current generation, calls DebugFlush on the raw tier and then marks
+// the closed generation flushed: its samples are searchable in
+// VictoriaMetrics and the head stops returning them. A Commit adds its rows
+// to the head after AddRows returned, so a row of a closed generation was
+// given to VictoriaMetrics before the DebugFlush that followed the close.
+// Flushes are serialized, so when generation g is current every generation
+// up to g-2 is flushed: a series keeps at most two generations of samples.
+//
+// Reads. A query reads the head before VictoriaMetrics: a sample the head
+// no longer returns was flushed before the head was read, so the search
+// that follows finds it. The two answers are merged per series and
+// de-duplicated as VictoriaMetrics' own duplicates are (sortAndDedup).
+//
+// Cost: the samples of one to two flush intervals (at 100,000 series every
+// 5 s and a 15 s flush, up to 600,000 samples of 16 bytes) and about
+// 100 bytes per series that received a sample since the last flush but
+// one; the raw names are shared with the appenders' series cache. Labels
+// are decoded from the raw name at read time, only for the series of the
+// metric names a selector's __name__ matchers accept when it has any, else
+// for every series the head holds.
+
+const (
+	// headShards splits the head's locks: commits of concurrent scrapes
+	// touch different shards.
+	headShards = 16
+	// headFlushAfter is how long the head may go without a flush before a
+	// Commit flushes the raw tier itself (the downsampler, which flushes
+	// every 15 s, is not running: tests, tools).
+	headFlushAfter = 30 * time.Second
+)
+
+// head is safe for concurrent use.
+type head struct {
+	// gen is the current generation; every generation up to flushed is
+	// searchable in VictoriaMetrics.
+	gen, flushed atomic.Uint64
+	// addMu is held for reading by add (from loading gen to the last
+	// row) and for writing by flush to close the generation: after the
+	// close no add puts a sample into the closed generation, which a
+	// batched flush relies on to write all of it.
+	addMu sync.RWMutex
+	// write, when set (Options.HeadBatchWrites), hands a closed
+	// generation's samples to VictoriaMetrics at flush, each series' samples
+	// next to each other; Commit then does not call AddRows itself.
+	write func([]vmstorage.MetricRow) error
+	// rows is flush's buffer for write.
+	rows []vmstorage.MetricRow
+	// flushMu serializes flushes; lastFlush is the wall-clock time (ms)
+	// the last one ended.
+	flushMu   sync.Mutex
+	lastFlush atomic.Int64
+	wall      func() time.Time
+
+	shards [headShards]headShard
+}
+
+type headShard struct {
+	mu     sync.RWMutex
+	series map[uint64]*headSeries
+	// byName lists the series of each metric name, for selectors that
+	// name one.
+	byName map[string][]*headSeries
+	_      [40]byte // keep shards on separate cache lines
+}
+
+// headSeries holds the head's samples of one series in the order they were
+// added: ts[:split] of generation gen-1, ts[split:] of generation gen.
+type headSeries struct {
+	raw   []byte // VictoriaMetrics raw metric name, shared with seriesCache
+	name  string // metric name (a byName key)
+	gen   uint64
+	split int
+	ts    []int64
+	vs    []float64
+}
+
+func newHead(wall func() time.Time) *head {
+	if wall == nil {
+		wall = time.Now
+	}
+	h := &head{wall: wall}
+	h.gen.Store(1)
+	h.lastFlush.Store(wall().UnixMilli())
+	for i := range h.shards {
+		h.shards[i].series = make(map[uint64]*headSeries)
+		h.shards[i].byName = make(map[string][]*headSeries)
+	}
+	return h
+}
+
+// add keeps rows (refs parallel) in the current generation. Commit calls it
+// after VictoriaMetrics took the rows (unless the head batches writes). It
+// returns the rows it did not keep, appended to skipped: those whose ref
+// the head holds for another name. A ref is the labels' hash and the
+// series cache tells colliding label sets apart only while it holds both,
+// so two series may share a ref over time (about 1e-8 odds at a million
+// series); such a row is left to VictoriaMetrics alone.
+func (h *head) add(rows []vmstorage.MetricRow, refs []uint64, skipped []vmstorage.MetricRow) []vmstorage.MetricRow {
+	h.addMu.RLock()
+	defer h.addMu.RUnlock()
+	g := h.gen.Load()
+	for i := range rows {
+		r := &rows[i]
+		sh := &h.shards[refs[i]%headShards]
+		sh.mu.Lock()
+		s := sh.series[refs[i]]
+		switch {
+		case s == nil:
+			s = sh.create(refs[i], r.MetricNameRaw, g)
+		case !sameName(s.raw, r.MetricNameRaw):
+			sh.mu.Unlock()
+			skipped = append(skipped, *r)
+			continue
+		}
+		s.add(r.Timestamp, r.Value, g)
+		sh.mu.Unlock()
+	}
+	return skipped
+}
+
+// sameName compares raw names, at once when both are the series cache's
+// copy (the common case).
+func sameName(a, b []byte) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	return len(a) == 0 || &a[0] == &b[0] || bytes.Equal(a, b)
+}
+
+// create adds a series; sh.mu is held.
+func (sh *headShard) create(ref uint64, raw []byte, g uint64) *headSeries {
+	s := &headSeries{raw: raw, gen: g}
+	name, _ := rawMetricGroup(raw)
+	list, ok := sh.byName[string(name)]
+	if ok && len(list) > 0 {
+		s.name = list[0].name
+	} else {
+		s.name = string(name)
+	}
+	sh.byName[s.name] = append(list, s)
+	sh.series[ref] = s
+	return s
+}
+
+// add appends a sample added in generation g. Samples of generations up
+// to g-2 are flushed (see the file comment) and are dropped here. g is
+// never older than s.gen (add holds addMu from loading it); if it were,
+// the sample would be kept with the newer generation: kept longer, never
+// dropped early.
+func (s *headSeries) add(t int64, v float64, g uint64) {
+	switch {
+	case g == s.gen+1:
+		s.dropPrev()
+		s.split, s.gen = len(s.ts), g
+	case g > s.gen+1:
+		s.ts, s.vs = s.ts[:0], s.vs[:0]
+		s.split, s.gen = 0, g
+	}
+	s.ts = append(s.ts, t)
+	s.vs = append(s.vs, v)
+}
+
+// dropPrev drops the samples of generation gen-1, keeping the buffers.
+func (s *headSeries) dropPrev() {
+	if s.split == 0 {
+		return
+	}
+	n := copy(s.ts, s.ts[s.split:])
+	copy(s.vs, s.vs[s.split:])
+	s.ts, s.vs, s.split = s.ts[:n], s.vs[:n], 0
+}
+
+// visible returns the part of s's samples not yet known flushed.
+func (s *headSeries) visible(flushed uint64) (ts []int64, vs []float64) {
+	switch {
+	case s.gen <= flushed:
+		return nil, nil
+	case s.gen-1 <= flushed:
+		return s.ts[s.split:], s.vs[s.split:]
+	default:
+		return s.ts, s.vs
+	}
+}
+
+// flush closes the current generation, writes its samples to
+// VictoriaMetrics when the head batches writes, runs flushVM (which must
+// make everything VictoriaMetrics took searchable: DebugFlush) and marks
+// the closed generation flushed. Only one flush runs at a time; with wait
+// false, flush returns at once when another is running. It returns the
+// error of the batched write; the samples are then lost to
+// VictoriaMetrics (they stay in the WAL until it is trimmed), as a failed
+// AddRows in Commit loses them.
+func (h *head) flush(flushVM func(), wait bool) (err error) {
+	if wait {
+		h.flushMu.Lock()
+	} else if !h.flushMu.TryLock() {
+		return nil
+	}
+	defer h.flushMu.Unlock()
+	h.addMu.Lock()
+	closed := h.gen.Add(1) - 1
+	h.addMu.Unlock()
+	if h.write != nil {
+		h.rows = h.collect(closed, h.rows[:0])
+		if len(h.rows) > 0 {
+			err = h.write(h.rows)
+		}
+		clear(h.rows) // drop references to the names
+		if cap(h.rows) > maxPooledRows {
+			h.rows = nil
+		}
+	}
+	flushVM()
+	h.flushed.Store(closed)
+	h.lastFlush.Store(h.wall().UnixMilli())
+	h.sweep(closed)
+	return err
+}
+
+// collect appends the samples of generation g to dst, series by series:
+// VictoriaMetrics looks a series up once for consecutive rows of the same
+// name (35-50% of AddRows' cost with 2-3 samples per series, issue 17).
+// No add runs in g any more (flush closed it).
+func (h *head) collect(g uint64, dst []vmstorage.MetricRow) []vmstorage.MetricRow {
+	for i := range h.shards {
+		sh := &h.shards[i]
+		sh.mu.RLock()
+		for _, s := range sh.series {
+			var ts []int64
+			var vs []float64
+			switch {
+			case s.gen == g:
+				ts, vs = s.ts[s.split:], s.vs[s.split:]
+			case s.gen == g+1:
+				ts, vs = s.ts[:s.split], s.vs[:s.split]
+			}
+			for j, t := range ts {
+				dst = append(dst, vmstorage.MetricRow{MetricNameRaw: s.raw, Timestamp: t, Value: vs[j]})
+			}
+		}
+		sh.mu.RUnlock()
+	}
+	return dst
+}
+
+// due says whether a Commit should flush: nothing has for headFlushAfter.
+func (h *head) due() bool {
+	return h.wall().UnixMilli()-h.lastFlush.Load() >= headFlushAfter.Milliseconds()
+}
+
+// sweep drops the samples of generations up to flushed, and the series
+// that got none in the two generations before: a series scraped every
+// interval keeps its entry and buffers from flush to flush.
+func (h *head) sweep(flushed uint64) {
+	for i := range h.shards {
+		sh := &h.shards[i]
+		sh.mu.Lock()
+		dropped := false
+		for ref, s := range sh.series {
+			switch {
+			case s.gen < flushed:
+				delete(sh.series, ref)
+				dropped = true
+			case s.gen == flushed:
+				s.ts, s.vs, s.split = s.ts[:0], s.vs[:0], 0
+			case s.gen-1 == flushed:
+				s.dropPrev()
+			}
+		}
+		if dropped {
+			for name, list := range sh.byName {
+				keep := list[:0]
+				for _, s := range list {
+					if s.gen >= flushed {
+						keep = append(keep, s)
+					}
+				}
+				clear(list[len(keep):])
+				if len(keep) == 0 {
+					delete(sh.byName, name)
+				} else {
+					sh.byName[name] = keep
+				}
+			}
+		}
+		sh.mu.Unlock()
+	}
+}
+
+// read returns the series matching ms with samples in [mint, maxt] not yet
+// flushed, sorted by timestamp and de-duplicated; with labelsOnly, their
+// labels only.
+func (h *head) read(ms []*labels.Matcher, mint, maxt int64, labelsOnly bool) []*series {
+	flushed := h.flushed.Load()
+	name, named := selectedName(ms)
+	var nameMs []*labels.Matcher
+	for _, m := range ms {
+		if m.Name == labels.MetricName {
+			nameMs = append(nameMs, m)
+		}
+	}
+	var (
+		out []*series
+		mn  vmstorage.MetricName
+		b   labels.ScratchBuilder
+	)
+	for i := range h.shards {
+		sh := &h.shards[i]
+		sh.mu.RLock()
+		visit := func(s *headSeries) {
+			ts, vs := s.visible(flushed)
+			var got *series
+			for j, t := range ts {
+				if t < mint || t > maxt {
+					continue
+				}
+				if got == nil {
+					if err := mn.UnmarshalRaw(s.raw); err != nil {
+						return // cannot happen: Commit marshalled it
+					}
+					ls := metricNameToLabels(&b, &mn)
+					if !matchesAll(ms, ls) {
+						return
+					}
+					got = &series{lset: ls}
+					if labelsOnly {
+						break
+					}
+				}
+				got.ts = append(got.ts, t)
+				got.vs = append(got.vs, vs[j])
+			}
+			if got != nil {
+				got.sortAndDedup()
+				out = append(out, got)
+			}
+		}
+		switch {
+		case named:
+			for _, s := range sh.byName[name] {
+				visit(s)
+			}
+		case len(nameMs) > 0:
+			// `{__name__=~"vllm:.*"}`: test the names, not every series.
+			for metric, list := range sh.byName {
+				if matchesAllValue(nameMs, metric) {
+					for _, s := range list {
+						visit(s)
+					}
+				}
+			}
+		default:
+			for _, s := range sh.series {
+				visit(s)
+			}
+		}
+		sh.mu.RUnlock()
+	}
+	return out
+}
+
+func matchesAllValue(ms []*labels.Matcher, v string) bool {
+	for _, m := range ms {
+		if !m.Matches(v) {
+			return false
+		}
+	}
+	return true
+}
+
+// size returns the series and samples the head holds.
+func (h *head) size() (series, samples int) {
+	for i := range h.shards {
+		sh := &h.shards[i]
+		sh.mu.RLock()
+		series += len(sh.series)
+		for _, s := range sh.series {
+			samples += len(s.ts)
+		}
+		sh.mu.RUnlock()
+	}
+	return series, samples
+}
+
+// delete drops the series matching ms (DB.Delete): the head must not show
+// them, nor write them later.
+func (h *head) delete(ms []*labels.Matcher) {
+	var mn vmstorage.MetricName
+	var b labels.ScratchBuilder
+	for i := range h.shards {
+		sh := &h.shards[i]
+		sh.mu.Lock()
+		for ref, s := range sh.series {
+			if err := mn.UnmarshalRaw(s.raw); err != nil || !matchesAll(ms, metricNameToLabels(&b, &mn)) {
+				continue
+			}
+			delete(sh.series, ref)
+			list := slices.DeleteFunc(sh.byName[s.name], func(o *headSeries) bool { return o == s })
+			if len(list) == 0 {
+				delete(sh.byName, s.name)
+			} else {
+				sh.byName[s.name] = list
+			}
+		}
+		sh.mu.Unlock()
+	}
+}
+
+// labelValues returns the values of label name on the head's series
+// matching ms with samples in [mint, maxt] not yet flushed. The metric
+// names without other matchers (Grafana's metric browser) come from the
+// name index without decoding a series.
+func (h *head) labelValues(name string, ms []*labels.Matcher, mint, maxt int64) []string {
+	if name != labels.MetricName || len(ms) > 0 {
+		var out []string
+		for _, s := range h.read(ms, mint, maxt, true) {
+			if v := s.lset.Get(name); v != "" {
+				out = append(out, v)
+			}
+		}
+		return out
+	}
+	flushed := h.flushed.Load()
+	var out []string
+	for i := range h.shards {
+		sh := &h.shards[i]
+		sh.mu.RLock()
+		for metric, list := range sh.byName {
+			if slices.ContainsFunc(list, func(s *headSeries) bool { return s.hasSample(flushed, mint, maxt) }) {
+				out = append(out, metric)
+			}
+		}
+		sh.mu.RUnlock()
+	}
+	return out
+}
+
+// hasSample says whether s has a sample in [mint, maxt] not yet flushed.
+func (s *headSeries) hasSample(flushed uint64, mint, maxt int64) bool {
+	ts, _ := s.visible(flushed)
+	return slices.ContainsFunc(ts, func(t int64) bool { return t >= mint && t <= maxt })
+}
+
+// mergeHead adds the head's series to set (from VictoriaMetrics, each sorted
+// and de-duplicated): samples of a series in both are merged and
+// de-duplicated, the others appended. The result is not sorted by labels.
+func mergeHead(set, fromHead []*series, labelsOnly bool) []*series {
+	if len(fromHead) == 0 {
+		return set
+	}
+	byKey := make(map[string]*series, len(set))
+	var buf []byte
+	for _, s := range set {
+		buf = s.lset.Bytes(buf)
+		byKey[string(buf)] = s
+	}
+	for _, hs := range fromHead {
+		buf = hs.lset.Bytes(buf)
+		s := byKey[string(buf)]
+		if s == nil {
+			set = append(set, hs)
+			continue
+		}
+		if labelsOnly {
+			continue
+		}
+		s.ts = append(s.ts, hs.ts...)
+		s.vs = append(s.vs, hs.vs...)
+		s.sortAndDedup()
+	}
+	return set
+}

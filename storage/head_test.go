@@ -1,0 +1,251 @@
+package storage
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	vmstorage "github.com/VictoriaMetrics/VictoriaMetrics/lib/storage"
+	"github.com/prometheus/prometheus/model/labels"
+	promstorage "github.com/prometheus/prometheus/storage"
+	"github.com/stretchr/testify/require"
+)
+
+// TestHeadShowsCommitsAtOnce: a committed sample of a new series is found
+// by every read path right after Commit, with no Flush: Select through the
+// tiered and the raw querier, the series API's labels-only Select, label
+// names and values. VictoriaMetrics alone shows it only after its own
+// flush (seconds later; the head is what answers here).
+func TestHeadShowsCommitsAtOnce(t *testing.T) {
+	db := openTestDB(t, t.TempDir(), nil)
+	now := time.Now().UnixMilli()
+	appendSamples(t, db, map[string][]sample{
+		`fresh_metric{job="new",zone="eu"}`: {{now - 2000, 1}, {now - 1000, 2}},
+	})
+	name := labels.MustNewMatcher(labels.MatchEqual, "__name__", "fresh_metric")
+	want := []sample{{now - 2000, 1}, {now - 1000, 2}}
+
+	_, got := selectAll(t, db, now-60_000, now, nil, name)
+	requireSamples(t, want, got[`{__name__="fresh_metric", job="new", zone="eu"}`])
+
+	q, err := db.Raw().Querier(now-60_000, now)
+	require.NoError(t, err)
+	ss := q.Select(context.Background(), true, nil, name, labels.MustNewMatcher(labels.MatchRegexp, "zone", "e.*"))
+	require.True(t, ss.Next(), "raw querier (rules) finds the new series")
+	require.Equal(t, `{__name__="fresh_metric", job="new", zone="eu"}`, ss.At().Labels().String())
+	require.False(t, ss.Next())
+	require.NoError(t, ss.Err())
+
+	order, _ := selectAll(t, db, now-60_000, now, &promstorage.SelectHints{Start: now - 60_000, End: now, Func: "series"}, name)
+	require.Equal(t, []string{`{__name__="fresh_metric", job="new", zone="eu"}`}, order)
+
+	tq, err := db.Querier(now-60_000, now)
+	require.NoError(t, err)
+	ctx := context.Background()
+	values, _, err := tq.LabelValues(ctx, "__name__", nil)
+	require.NoError(t, err)
+	require.Contains(t, values, "fresh_metric")
+	values, _, err = tq.LabelValues(ctx, "zone", nil, name)
+	require.NoError(t, err)
+	require.Equal(t, []string{"eu"}, values)
+	names, _, err := tq.LabelNames(ctx, nil, name)
+	require.NoError(t, err)
+	require.Equal(t, []string{"__name__", "job", "zone"}, names)
+
+	// A regexp on the name, and no name at all.
+	order, _ = selectAll(t, db, now-60_000, now, nil, labels.MustNewMatcher(labels.MatchRegexp, "__name__", "fresh_.*"))
+	require.Equal(t, []string{`{__name__="fresh_metric", job="new", zone="eu"}`}, order)
+	order, _ = selectAll(t, db, now-60_000, now, nil, labels.MustNewMatcher(labels.MatchEqual, "job", "new"))
+	require.Equal(t, []string{`{__name__="fresh_metric", job="new", zone="eu"}`}, order)
+	order, _ = selectAll(t, db, now-60_000, now, nil, labels.MustNewMatcher(labels.MatchRegexp, "__name__", "other_.*"))
+	require.Empty(t, order)
+	require.Len(t, db.head.read([]*labels.Matcher{labels.MustNewMatcher(labels.MatchRegexp, "__name__", "fresh_.*")}, now-60_000, now, false), 1)
+	require.Empty(t, db.head.read([]*labels.Matcher{labels.MustNewMatcher(labels.MatchRegexp, "__name__", "other_.*")}, now-60_000, now, false))
+
+	// Outside the range: nothing.
+	_, got = selectAll(t, db, now-600_000, now-300_000, nil, name)
+	require.Empty(t, got)
+}
+
+// TestHeadMergesWithVictoriaMetrics: while VictoriaMetrics and the head
+// both hold a sample, it is read once; after Flush the head is empty and
+// the answer is the same.
+func TestHeadMergesWithVictoriaMetrics(t *testing.T) {
+	db := openTestDB(t, t.TempDir(), nil)
+	now := time.Now().UnixMilli()
+	appendSamples(t, db, map[string][]sample{`m{a="1"}`: {{now - 3000, 1}, {now - 2000, 2}}})
+	db.vm.DebugFlush() // searchable in VM, still in the head
+	appendSamples(t, db, map[string][]sample{
+		`m{a="1"}`: {{now - 2000, 2}, {now - 1000, 3}}, // a retry and a new sample
+		`m{a="2"}`: {{now - 1000, 10}},
+	})
+	name := labels.MustNewMatcher(labels.MatchEqual, "__name__", "m")
+	check := func() {
+		t.Helper()
+		order, got := selectAll(t, db, now-60_000, now, nil, name)
+		require.Equal(t, []string{`{__name__="m", a="1"}`, `{__name__="m", a="2"}`}, order, "sorted by labels")
+		requireSamples(t, []sample{{now - 3000, 1}, {now - 2000, 2}, {now - 1000, 3}}, got[`{__name__="m", a="1"}`])
+		requireSamples(t, []sample{{now - 1000, 10}}, got[`{__name__="m", a="2"}`])
+		// count_over_time reads each sample as 1, once.
+		_, got = selectAll(t, db, now-60_000, now, nil, name, labels.MustNewMatcher(labels.MatchEqual, RollupLabel, "count"))
+		require.Len(t, got[`{__name__="m", a="1"}`], 3)
+	}
+	check()
+	series, samples := db.head.size()
+	require.Equal(t, 2, series)
+	require.Equal(t, 5, samples, "the retry is held twice, read once")
+	require.NotEmpty(t, db.head.read([]*labels.Matcher{name}, now-60_000, now, false))
+	db.Flush()
+	require.Empty(t, db.head.read([]*labels.Matcher{name}, now-60_000, now, false), "flushed: VictoriaMetrics shows it")
+	check()
+}
+
+// TestHeadGenerations: a flush hides the samples of the generation it
+// closed, keeps the ones added while it ran, and the series left without
+// samples are dropped.
+func TestHeadGenerations(t *testing.T) {
+	wall := time.Unix(1_000_000, 0)
+	h := newHead(func() time.Time { return wall })
+	raw, err := marshalRawName(nil, labels.FromStrings("__name__", "g", "i", "1"))
+	require.NoError(t, err)
+	other, err := marshalRawName(nil, labels.FromStrings("__name__", "g", "i", "2"))
+	require.NoError(t, err)
+	add := func(ref uint64, name []byte, ts int64) {
+		require.Empty(t, h.add([]vmstorage.MetricRow{{MetricNameRaw: name, Timestamp: ts, Value: float64(ts)}}, []uint64{ref}, nil))
+	}
+	times := func() map[string][]int64 {
+		out := map[string][]int64{}
+		for _, s := range h.read([]*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "__name__", "g")}, 0, 1000, false) {
+			out[s.lset.Get("i")] = s.ts
+		}
+		return out
+	}
+	add(1, raw, 1)
+	add(2, other, 1)
+	// A sample added during the flush belongs to the next generation.
+	h.flush(func() { add(1, raw, 2) }, true)
+	require.Equal(t, map[string][]int64{"1": {2}}, times())
+	require.Len(t, h.shards[2%headShards].series, 1, "series 2 keeps its entry for one more generation")
+
+	add(1, raw, 3)
+	h.flush(func() {
+		// While generation 2 is being flushed, generation 3 takes samples:
+		// both are shown.
+		add(1, raw, 4)
+		require.Equal(t, map[string][]int64{"1": {2, 3, 4}}, times())
+	}, true)
+	require.Equal(t, map[string][]int64{"1": {4}}, times())
+	require.Len(t, h.shards[2%headShards].series, 0, "series 2 got nothing for two generations")
+	require.Len(t, h.shards[2%headShards].byName["g"], 0)
+	require.Len(t, h.shards[1%headShards].byName["g"], 1)
+
+	// A ref the head holds for another name (a hash collision the series
+	// cache no longer sees): left to VictoriaMetrics.
+	row := vmstorage.MetricRow{MetricNameRaw: other, Timestamp: 5, Value: 5}
+	require.Equal(t, []vmstorage.MetricRow{row}, h.add([]vmstorage.MetricRow{row}, []uint64{1}, nil))
+	require.Equal(t, map[string][]int64{"1": {4}}, times())
+
+	// A flush already running: a Commit's flush does not wait for it.
+	h.flushMu.Lock()
+	ran := false
+	h.flush(func() { ran = true }, false)
+	h.flushMu.Unlock()
+	require.False(t, ran)
+
+	require.False(t, h.due())
+	wall = wall.Add(headFlushAfter)
+	require.True(t, h.due(), "a Commit flushes when nothing did for headFlushAfter")
+	h.flush(func() {}, false)
+	require.False(t, h.due())
+	require.Empty(t, times())
+}
+
+// TestCommitFlushesAnIdleHead: with nothing calling Flush, a Commit flushes
+// the raw tier once the head is headFlushAfter old, so the head stays
+// bounded without a downsampler.
+func TestCommitFlushesAnIdleHead(t *testing.T) {
+	db := openTestDB(t, t.TempDir(), nil)
+	wall := time.Now()
+	db.head.wall = func() time.Time { return wall }
+	now := time.Now().UnixMilli()
+	appendSamples(t, db, map[string][]sample{`idle{a="1"}`: {{now - 1000, 1}}})
+	name := labels.MustNewMatcher(labels.MatchEqual, "__name__", "idle")
+	require.Len(t, db.head.read([]*labels.Matcher{name}, 0, now, false), 1)
+
+	wall = wall.Add(headFlushAfter)
+	appendSamples(t, db, map[string][]sample{`idle{a="2"}`: {{now - 1000, 2}}})
+	require.Empty(t, db.head.read([]*labels.Matcher{name}, 0, now, false), "the commit flushed both")
+	order, _ := selectAll(t, db, now-60_000, now, nil, name)
+	require.Equal(t, []string{`{__name__="idle", a="1"}`, `{__name__="idle", a="2"}`}, order, "VictoriaMetrics shows them")
+}
+
+// TestHeadBatchWrites: with Options.HeadBatchWrites, Commit leaves the
+// samples in the head (queryable), the flush writes them to
+// VictoriaMetrics series by series, and Close writes what is left.
+func TestHeadBatchWrites(t *testing.T) {
+	dir := t.TempDir()
+	opts := DefaultOptions()
+	opts.Path = dir
+	opts.HeadBatchWrites = true
+	opts.DisableWAL = true // only the head's own write can bring them back
+	db, err := Open(opts)
+	require.NoError(t, err)
+	now := time.Now().UnixMilli()
+	for i := range 3 {
+		appendSamples(t, db, map[string][]sample{
+			`b{s="1"}`: {{now - 10_000 + int64(i)*1000, float64(i)}},
+			`b{s="2"}`: {{now - 10_000 + int64(i)*1000, float64(10 + i)}},
+		})
+	}
+	name := labels.MustNewMatcher(labels.MatchEqual, "__name__", "b")
+	tfs, err := toTagFilters([]*labels.Matcher{name})
+	require.NoError(t, err)
+	inVM := func() int {
+		t.Helper()
+		set, err := db.readSeries(context.Background(), TierRaw, tfs, now-60_000, now)
+		require.NoError(t, err)
+		n := 0
+		for _, s := range set {
+			n += len(s.ts)
+		}
+		return n
+	}
+	db.vm.DebugFlush()
+	require.Zero(t, inVM(), "Commit did not write to VictoriaMetrics")
+	want := map[string][]sample{
+		`{__name__="b", s="1"}`: {{now - 10_000, 0}, {now - 9000, 1}, {now - 8000, 2}},
+		`{__name__="b", s="2"}`: {{now - 10_000, 10}, {now - 9000, 11}, {now - 8000, 12}},
+	}
+	_, got := selectAll(t, db, now-60_000, now, nil, name)
+	for k, w := range want {
+		requireSamples(t, w, got[k])
+	}
+
+	// The flush writes them, each series' samples next to each other.
+	var written []vmstorage.MetricRow
+	write := db.head.write
+	db.head.write = func(rows []vmstorage.MetricRow) error {
+		written = append(written, rows...)
+		return write(rows)
+	}
+	db.Flush()
+	require.Len(t, written, 6)
+	for i := 0; i < 6; i += 3 {
+		require.Equal(t, written[i].MetricNameRaw, written[i+1].MetricNameRaw)
+		require.Equal(t, written[i].MetricNameRaw, written[i+2].MetricNameRaw)
+	}
+	require.Equal(t, 6, inVM())
+	require.Empty(t, db.head.read([]*labels.Matcher{name}, now-60_000, now, false))
+	_, got = selectAll(t, db, now-60_000, now, nil, name)
+	for k, w := range want {
+		requireSamples(t, w, got[k])
+	}
+
+	// Left in the head at Close: written before the tier closes.
+	appendSamples(t, db, map[string][]sample{`b{s="3"}`: {{now - 5000, 30}}})
+	require.NoError(t, db.Close())
+	db = openTestDB(t, dir, nil)
+	_, got = selectAll(t, db, now-60_000, now, nil, name)
+	requireSamples(t, []sample{{now - 5000, 30}}, got[`{__name__="b", s="3"}`])
+	require.Len(t, got, 3)
+}
