@@ -263,6 +263,11 @@ function Alerts() {
   const pending = useAPI("/api/v1/alerts", null, [ver]);
   const silences = useAPI("/api/v2/silences", null, [ver]);
   const notes = useAPI("/api/v2/notifications", { limit: "50" }, [ver]);
+  // The next daily digest of P2 alerts (404 when alerting is off: no digest).
+  const digestAPI = useAPI("/api/v1/appliance/digest/preview", null, [ver]);
+  const digest = digestAPI.state === "error" && /^404\b/.test(digestAPI.error) ? { state: "ready", data: { alerts: [] }, tiers: [] } : digestAPI;
+  const dg = digest.data || {};
+  const dgAlerts = dg.alerts || [];
   // Warm-up: a pending alert of a rule with a warm-up whose instance is
   // warming is held, not just pending.
   const rules = useAPI("/api/v1/rules", { type: "alert" }, [ver]);
@@ -297,6 +302,14 @@ function Alerts() {
       <tbody>${sil.map((s) => html`<tr data-silence=${s.id} data-silence-state=${s.status.state}><td>${s.status.state}</td><td>${s.matchers.map(matcherText).join(", ")}</td>
         <td>${fmtTime(Date.parse(s.endsAt) / 1000)}</td><td>${s.createdBy}</td><td>${s.comment}</td>
         <td>${s.status.state !== "expired" && html`<button class="link" data-testid="silence-expire" onClick=${() => expire(s.id)}>expire</button>`}</td></tr>`)}</tbody></table>
+    </${ListPanel}>
+    <${ListPanel} id="digest-preview" title="Next P2 digest" st=${digest} rows=${dgAlerts.length}
+      extra=${dg.at && html`<span class="meta" data-testid="digest-at" data-at=${dg.at}>goes out ${fmtTime(Date.parse(dg.at) / 1000)} to ${(dg.receivers || []).join(", ") || "no receiver"}</span>`}>
+      <div class="digest-title" data-testid="digest-title">${dg.title}</div>
+      <table><thead><tr><th>severity</th><th>alert</th><th>job</th><th>instance</th><th>state</th><th>since</th></tr></thead>
+      <tbody>${dgAlerts.map((a) => html`<tr data-digest-alert=${a.labels.alertname || ""}><td><span class=${"sev " + (a.labels.severity || "")}>${a.labels.severity || "–"}</span></td>
+        <td>${a.labels.alertname}</td><td>${a.labels.job || ""}</td><td>${a.labels.instance || ""}</td><td>${a.status}</td><td>${fmtAgo(a.startsAt)}</td></tr>`)}</tbody></table>
+      <pre class="digest" data-testid="digest-text">${dg.text}</pre>
     </${ListPanel}>
     <${ListPanel} id="notifications" title="Notification log" st=${notes} rows=${log.length}>
       <div class="scroll"><table><thead><tr><th>time</th><th>receiver</th><th>status</th><th>alerts</th><th>detail</th></tr></thead>
