@@ -316,7 +316,8 @@ func TestDashboardInBrowser(t *testing.T) {
 	// The README's screenshots, at a fixed size, from the same pages.
 	if os.Getenv("UPDATE_SCREENSHOTS") == "1" {
 		for _, d := range []struct{ name, path string }{
-			{"dashboard-overview", "/?from=now-15m&to=now&refresh=off"}, {"dashboard-model", model + "&refresh=off"},
+			{"dashboard-overview", "/?from=now-5m&to=now&refresh=off"},
+			{"dashboard-model", strings.Replace(model, "now-15m", "now-5m", 1) + "&refresh=off"},
 		} {
 			run(90*time.Second, "open "+d.path+" at 1280×800", chromedp.EmulateViewport(1280, 800), chromedp.Navigate(base+d.path),
 				chromedp.WaitReady(chromedp.CSS(`#app[data-ready="true"]`)))
@@ -437,12 +438,19 @@ func TestDashboardInBrowser(t *testing.T) {
 	alert := fmt.Sprintf(`[{"labels":{"alertname":%q,"severity":"P1","instance":"127.0.0.1:1"},"annotations":{"summary":"posted by the browser test"}}]`, marker)
 	code, body = p.post("/api/v2/alerts", "application/json", []byte(alert), nil)
 	require.Equal(t, http.StatusOK, code, body)
+	// Its row, by fingerprint: the demo's own alerts may fire too.
+	var posted []struct {
+		Fingerprint string `json:"fingerprint"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(httpBody(t, base+"/api/v2/alerts?filter="+url.QueryEscape(fmt.Sprintf("alertname=%q", marker)))), &posted))
+	require.Len(t, posted, 1)
+	silenceButton := fmt.Sprintf(`[data-panel="alert-groups"][data-state="ready"] tr[data-alert=%q] [data-testid="silence-alert"]`, posted[0].Fingerprint)
 	nav("/alerts")
 	run(60*time.Second, "alert in its group",
 		chromedp.WaitReady(chromedp.CSS(`#app[data-ready="true"]`)),
-		chromedp.WaitReady(chromedp.CSS(`[data-panel="alert-groups"][data-state="ready"] [data-testid="silence-alert"]`)))
+		chromedp.WaitReady(chromedp.CSS(silenceButton)))
 	screenshot("alerts")
-	run(30*time.Second, "silence from the alert", chromedp.Click(chromedp.CSS(`[data-testid="silence-alert"]`)))
+	run(30*time.Second, "silence from the alert", chromedp.Click(chromedp.CSS(silenceButton)))
 	run(30*time.Second, "silence form", chromedp.WaitReady(chromedp.CSS(`[data-testid="silence-form"]`)))
 	var matchers [][2]string
 	eval(`[...document.querySelectorAll('[data-testid="silence-form"] .matcher')].filter(m => m.querySelector('input[name="matcher-name"]')).map(m => [m.querySelector('input[name="matcher-name"]').value, m.querySelector('input[name="matcher-value"]').value])`, &matchers)

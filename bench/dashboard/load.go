@@ -376,9 +376,11 @@ func settle(ctx context.Context, s *systems, timeout time.Duration) (string, err
 	}
 }
 
-// storedSeries counts the series the appliance holds.
-func storedSeries(ctx context.Context, base string) (int, error) {
-	b, err := getBody(ctx, base+"/api/v1/query?query="+url.QueryEscape(`count({__name__=~".+"})`))
+// storedSeries counts the series the appliance holds with samples in the
+// fleet's window.
+func storedSeries(ctx context.Context, base string, d dataPlan) (int, error) {
+	q := fmt.Sprintf(`count(last_over_time({__name__=~".+"}[%ds]))`, int(d.end.Sub(d.fleetStart).Seconds()))
+	b, err := getBody(ctx, base+"/api/v1/query?query="+url.QueryEscape(q)+"&time="+strconv.FormatInt(d.end.Unix(), 10))
 	if err != nil {
 		return 0, err
 	}

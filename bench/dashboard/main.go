@@ -131,10 +131,10 @@ func runBench(ctx context.Context, o options) error {
 		return fmt.Errorf("settle: %w", err)
 	}
 	rep.settleTime = time.Since(t0)
-	if rep.stored, err = storedSeries(ctx, sys.app.URL); err != nil {
+	if rep.stored, err = storedSeries(ctx, sys.app.URL, data); err != nil {
 		return err
 	}
-	log.Printf("stored: %d series in the appliance", rep.stored)
+	log.Printf("stored: %d series in the appliance in the fleet's window", rep.stored)
 
 	if rep.results, err = measure(ctx, o, sys, run.Dir); err != nil {
 		return err

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"slices"
 	"strings"
@@ -40,7 +41,12 @@ func median(ls []load, f func(load) float64) float64 {
 	return (v[n/2-1] + v[n/2]) / 2
 }
 
-func ms(v float64) string { return fmt.Sprintf("%.0f ms", v) }
+func ms(v float64) string {
+	if math.IsInf(v, 1) {
+		return fmt.Sprintf("> %.0f s (not drawn)", vmuiTimeout.Seconds())
+	}
+	return fmt.Sprintf("%.0f ms", v)
+}
 
 func (r *report) markdown() string {
 	var b strings.Builder
@@ -69,6 +75,9 @@ func (r *report) markdown() string {
 		for i := range x.app {
 			as = append(as, fmt.Sprintf("%.0f", x.app[i].ready))
 			vs = append(vs, fmt.Sprintf("%.0f", x.vm[i].ready))
+		}
+		if x.vmTimedOut {
+			vs = []string{ms(math.Inf(1)) + " on its untimed load, not timed again"}
 		}
 		fmt.Fprintf(&b, "- %s: %s | %s\n", x.rng, strings.Join(as, " "), strings.Join(vs, " "))
 	}
