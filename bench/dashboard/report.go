@@ -76,6 +76,13 @@ func (r *report) markdown() string {
 			as = append(as, fmt.Sprintf("%.0f", x.app[i].ready))
 			vs = append(vs, fmt.Sprintf("%.0f", x.vm[i].ready))
 		}
+		errs := 0
+		for _, l := range x.vm {
+			errs += l.errors
+		}
+		if errs > 0 {
+			vs = append(vs, fmt.Sprintf("(%d vmui panels in all showed an error, see the log)", errs))
+		}
 		if x.vmTimedOut {
 			vs = []string{ms(math.Inf(1)) + " on its untimed load, not timed again"}
 		}

@@ -264,8 +264,7 @@ function Alerts() {
   const silences = useAPI("/api/v2/silences", null, [ver]);
   const notes = useAPI("/api/v2/notifications", { limit: "50" }, [ver]);
   // The next daily digest of P2 alerts (404 when alerting is off: no digest).
-  const digestAPI = useAPI("/api/v1/appliance/digest/preview", null, [ver]);
-  const digest = digestAPI.state === "error" && /^404\b/.test(digestAPI.error) ? { state: "ready", data: { alerts: [] }, tiers: [] } : digestAPI;
+  const digest = useAPI("/api/v1/appliance/digest/preview", null, [ver], { alerts: [] });
   const dg = digest.data || {};
   const dgAlerts = dg.alerts || [];
   // Warm-up: a pending alert of a rule with a warm-up whose instance is
@@ -342,6 +341,7 @@ function Explore({ p }) {
   const key = JSON.stringify([expr, tab, ctx.rangeKey, nonce]);
   const last = useRef("");
   useEffect(() => {
+    if (!ctx.scrapeKnown) return undefined;
     if (last.current !== key) setSt({ state: expr ? "loading" : "idle" });
     last.current = key;
     if (!expr) return;
@@ -353,7 +353,7 @@ function Explore({ p }) {
     q.then((r) => setSt({ state: (r.series || r.result).length ? "ready" : "empty", r, step, ms: performance.now() - t0 }))
       .catch((e) => { if (!isAbort(e)) setSt({ state: "error", error: e.message }); });
     return () => ac.abort();
-  }, [key, ctx.tick]);
+  }, [key, ctx.tick, ctx.scrapeKnown]);
   const run = (v) => (v !== expr ? navigate(withParams({ expr: v })) : setNonce(nonce + 1));
   const r = st.r;
   // A heatmap draws every bucket; lines are capped at MAX_SERIES.
