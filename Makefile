@@ -6,7 +6,7 @@ REVISION  := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 BUILDDATE := $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS   := -X main.version=$(VERSION) -X main.revision=$(REVISION) -X main.buildDate=$(BUILDDATE)
 
-.PHONY: build web test fuzz vet fmt bench-ingest clean
+.PHONY: build web test fuzz vet fmt bench-ingest bench-dashboard clean
 
 # The dashboard bundle (ui/web/dist, embedded by go:embed) and then the
 # binary. Without `make web` the binary serves a "bundle not built" page.
@@ -54,6 +54,12 @@ fmt:
 # (builds both from the Go module proxy on first use). See bench/README.md.
 bench-ingest:
 	$(GO) run ./bench/ingest $(ARGS)
+
+# The dashboard's Overview against vmui in headless Chromium over the same
+# ~100,000 series and 90 days (builds the bundle first: it is embedded).
+# See bench/README.md, "Dashboard benchmark".
+bench-dashboard: web
+	$(GO) run ./bench/dashboard $(ARGS)
 
 clean:
 	rm -rf bin ui/web/node_modules

@@ -131,6 +131,9 @@ func ShowcaseConfig(o ShowcaseOptions) string {
 	fmt.Fprintf(&b, "autodetect:\n  enabled: false\n")
 	if o.Sidecar != nil {
 		fmt.Fprintf(&b, "alerting:\n  route:\n    receiver: demo-log\n    group_by: [alertname]\n    group_wait: 5s\n    group_interval: 30s\n    repeat_interval: 1h\n")
+		// P2 alerts wait for the daily digest (to the same log), as in the
+		// default routes, so /alerts has a digest to preview.
+		fmt.Fprintf(&b, "    routes:\n      - matchers: ['severity=\"P2\"']\n        digest: true\n  digest:\n    receivers: [demo-log]\n")
 		fmt.Fprintf(&b, "  receivers:\n    - name: demo-log\n      webhook_configs:\n        - url: %q\n", o.Sidecar.ReceiverURL())
 		// The weekly SLO report goes to the same log (the /reports page's
 		// "send now" has somewhere to send).

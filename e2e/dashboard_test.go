@@ -1,9 +1,13 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"image"
+	"image/color"
+	"image/png"
 	"io"
 	"net/http"
 	"net/url"
@@ -11,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -104,8 +109,11 @@ const panelsJS = `[...document.querySelectorAll('[data-panel]')].map(e => ({id: 
 // request outside the appliance's origin; the time-range picker, zoom
 // and URL state round-trip; a silence made in the UI appears in
 // /api/v2/silences and leaves the active ones when expired in the UI;
-// dark mode renders. Screenshots go to $E2E_SCREENSHOTS (or a temporary
-// folder), named in the log.
+// dark mode renders; /alerts previews the next P2 digest. Screenshots of
+// every page (overview and model in light and dark) go to $E2E_SCREENSHOTS
+// (or a temporary folder), named in the log. With UPDATE_SCREENSHOTS=1 the
+// test also writes the README's docs/dashboard-overview.png and
+// docs/dashboard-model.png (1280×800, palette PNG).
 func TestDashboardInBrowser(t *testing.T) {
 	chrome := chromiumPath(t)
 	shots := os.Getenv("E2E_SCREENSHOTS")
@@ -293,6 +301,7 @@ func TestDashboardInBrowser(t *testing.T) {
 				chromedp.WaitReady(chromedp.CSS(`[data-panel="silences"]`)))
 			errs, _ := b.take()
 			require.Empty(t, errs, "alerts: console errors")
+			t.Logf("alerts-empty: %s", screenshot("alerts-empty"))
 			continue
 		}
 		panels := check(pg.name, want)
@@ -303,6 +312,34 @@ func TestDashboardInBrowser(t *testing.T) {
 			require.Regexp(t, `^raw`, panels[0].Tiers)
 		}
 	}
+
+	// The README's screenshots, at a fixed size, from the same pages.
+	if os.Getenv("UPDATE_SCREENSHOTS") == "1" {
+		for _, d := range []struct{ name, path string }{
+			{"dashboard-overview", "/?from=now-5m&to=now&refresh=off"},
+			{"dashboard-model", strings.Replace(model, "now-15m", "now-5m", 1) + "&refresh=off"},
+		} {
+			run(90*time.Second, "open "+d.path+" at 1280×800", chromedp.EmulateViewport(1280, 800), chromedp.Navigate(base+d.path),
+				chromedp.WaitReady(chromedp.CSS(`#app[data-ready="true"]`)))
+			ctx, cancel := context.WithTimeout(bctx, 30*time.Second)
+			png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+			cancel()
+			require.NoError(t, err, "screenshot %s", d.name)
+			small, err := paletted(png)
+			require.NoError(t, err)
+			file := filepath.Join("..", "docs", d.name+".png")
+			require.NoError(t, os.WriteFile(file, small, 0o644))
+			t.Logf("wrote %s (%d bytes)", file, len(small))
+		}
+		run(30*time.Second, "reset the viewport", chromedp.ResetViewport())
+		b.take()
+	}
+
+	// A P2 alert waits for the daily digest: /alerts previews it below.
+	digestMarker := fmt.Sprintf("e2e-digest-%d", time.Now().UnixNano())
+	code, body := p.post("/api/v2/alerts", "application/json", []byte(fmt.Sprintf(
+		`[{"labels":{"alertname":%q,"severity":"P2","job":"vllm"},"annotations":{"summary":"a P2 for the digest"}}]`, digestMarker)), nil)
+	require.Equal(t, http.StatusOK, code, body)
 
 	// The SLO pages: the demo defines a latency and an availability SLO.
 	// /slo lists both, least budget left first, and charts their
@@ -399,14 +436,21 @@ func TestDashboardInBrowser(t *testing.T) {
 	// expiring it in the UI takes it out of the active ones.
 	marker := fmt.Sprintf("e2e-dashboard-%d", time.Now().UnixNano())
 	alert := fmt.Sprintf(`[{"labels":{"alertname":%q,"severity":"P1","instance":"127.0.0.1:1"},"annotations":{"summary":"posted by the browser test"}}]`, marker)
-	code, body := p.post("/api/v2/alerts", "application/json", []byte(alert), nil)
+	code, body = p.post("/api/v2/alerts", "application/json", []byte(alert), nil)
 	require.Equal(t, http.StatusOK, code, body)
+	// Its row, by fingerprint: the demo's own alerts may fire too.
+	var posted []struct {
+		Fingerprint string `json:"fingerprint"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(httpBody(t, base+"/api/v2/alerts?filter="+url.QueryEscape(fmt.Sprintf("alertname=%q", marker)))), &posted))
+	require.Len(t, posted, 1)
+	silenceButton := fmt.Sprintf(`[data-panel="alert-groups"][data-state="ready"] tr[data-alert=%q] [data-testid="silence-alert"]`, posted[0].Fingerprint)
 	nav("/alerts")
 	run(60*time.Second, "alert in its group",
 		chromedp.WaitReady(chromedp.CSS(`#app[data-ready="true"]`)),
-		chromedp.WaitReady(chromedp.CSS(`[data-panel="alert-groups"][data-state="ready"] [data-testid="silence-alert"]`)))
+		chromedp.WaitReady(chromedp.CSS(silenceButton)))
 	screenshot("alerts")
-	run(30*time.Second, "silence from the alert", chromedp.Click(chromedp.CSS(`[data-testid="silence-alert"]`)))
+	run(30*time.Second, "silence from the alert", chromedp.Click(chromedp.CSS(silenceButton)))
 	run(30*time.Second, "silence form", chromedp.WaitReady(chromedp.CSS(`[data-testid="silence-form"]`)))
 	var matchers [][2]string
 	eval(`[...document.querySelectorAll('[data-testid="silence-form"] .matcher')].filter(m => m.querySelector('input[name="matcher-name"]')).map(m => [m.querySelector('input[name="matcher-name"]').value, m.querySelector('input[name="matcher-value"]').value])`, &matchers)
@@ -456,6 +500,29 @@ func TestDashboardInBrowser(t *testing.T) {
 		chromedp.WaitReady(chromedp.CSS(fmt.Sprintf(`tr[data-silence=%q][data-silence-state="expired"]`, id))))
 	_, state = silence()
 	require.Equal(t, "expired", state, "the silence expired in the UI is still active")
+
+	// The preview of the next P2 digest lists the P2 alert (once its
+	// group flushed) and says when the digest goes out, as the API does.
+	eventually(t, 60*time.Second, "the P2 alert in the digest preview", func() bool {
+		nav("/alerts")
+		run(60*time.Second, "alerts page", chromedp.WaitReady(chromedp.CSS(`#app[data-ready="true"]`)))
+		var n int
+		eval(fmt.Sprintf(`document.querySelectorAll('[data-panel="digest-preview"][data-state="ready"] tr[data-digest-alert=%q]').length`, digestMarker), &n)
+		return n == 1
+	})
+	var digestAt, digestText string
+	eval(`document.querySelector('[data-testid="digest-at"]').dataset.at`, &digestAt)
+	eval(`document.querySelector('[data-testid="digest-text"]').textContent`, &digestText)
+	require.Contains(t, digestText, "a P2 for the digest", "the digest's text lists the alert's summary")
+	var preview struct {
+		At    string `json:"at"`
+		Title string `json:"title"`
+	}
+	_, r = p.get("/api/v1/appliance/digest/preview", nil)
+	require.NoError(t, json.Unmarshal(r.Data, &preview))
+	require.Equal(t, preview.At, digestAt)
+	require.Regexp(t, `^Daily digest \d{4}-\d\d-\d\d: \d+ alerts`, preview.Title)
+	t.Logf("alerts-digest: %s", screenshot("alerts-digest"))
 	errs, _ := b.take()
 	require.Empty(t, errs, "alerts: console errors")
 
@@ -471,6 +538,57 @@ func TestDashboardInBrowser(t *testing.T) {
 	nav(model)
 	run(30*time.Second, "dark model", chromedp.WaitReady(chromedp.CSS(`html[data-theme="dark"]`)))
 	check("model-dark", 1)
+}
+
+// paletted re-encodes a screenshot as a palette PNG at the best
+// compression: the 255 most used colours (flat UI colours and the chart
+// lines), every other pixel mapped to the nearest of them.
+func paletted(in []byte) ([]byte, error) {
+	img, err := png.Decode(bytes.NewReader(in))
+	if err != nil {
+		return nil, fmt.Errorf("decode screenshot: %w", err)
+	}
+	b := img.Bounds()
+	count := map[color.RGBA]int{}
+	for y := b.Min.Y; y < b.Max.Y; y++ {
+		for x := b.Min.X; x < b.Max.X; x++ {
+			count[color.RGBAModel.Convert(img.At(x, y)).(color.RGBA)]++
+		}
+	}
+	rgb := func(c color.RGBA) uint32 { return uint32(c.R)<<16 | uint32(c.G)<<8 | uint32(c.B) }
+	colors := make([]color.RGBA, 0, len(count))
+	for c := range count {
+		colors = append(colors, c)
+	}
+	sort.Slice(colors, func(i, j int) bool {
+		if count[colors[i]] != count[colors[j]] {
+			return count[colors[i]] > count[colors[j]]
+		}
+		return rgb(colors[i]) < rgb(colors[j])
+	})
+	pal := make(color.Palette, 0, 256)
+	for _, c := range colors[:min(255, len(colors))] {
+		pal = append(pal, c)
+	}
+	out := image.NewPaletted(b, pal)
+	nearest := map[color.RGBA]uint8{}
+	for y := b.Min.Y; y < b.Max.Y; y++ {
+		for x := b.Min.X; x < b.Max.X; x++ {
+			c := color.RGBAModel.Convert(img.At(x, y)).(color.RGBA)
+			i, ok := nearest[c]
+			if !ok {
+				i = uint8(pal.Index(c))
+				nearest[c] = i
+			}
+			out.SetColorIndex(x, y, i)
+		}
+	}
+	var buf bytes.Buffer
+	enc := png.Encoder{CompressionLevel: png.BestCompression}
+	if err := enc.Encode(&buf, out); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
 }
 
 func httpBody(t *testing.T, u string) string {

@@ -4,7 +4,7 @@ import { html } from "htm/preact";
 import { createContext } from "preact";
 import { useContext, useEffect, useRef, useState } from "preact/hooks";
 import uPlot from "uplot";
-import { api, chooseStep, fmt, fmtTime, isAbort, legendFor, num, promDur, rateInterval, substitute } from "./util.js";
+import { api, chooseStep, combine, fmt, fmtTime, isAbort, legendFor, num, promDur, rateInterval, splitBinary, substitute } from "./util.js";
 
 // PageCtx carries what every panel of a page shares: the time range, the
 // page's selector, scrape interval, annotations, theme, a refresh tick
@@ -45,6 +45,29 @@ export async function rangeQuery(expr, start, end, step, signal) {
   return { xs, series, tiers };
 }
 
+// sharedRange is rangeQuery through the page's map of range answers
+// (ctx.queries, new for every range and refresh): an expression "A - B"
+// or "A / B" whose A and B another panel of the page has asked for on the
+// same grid is combined from their answers (the Overview's P95-P50 gap
+// and P95/P50 ratio from its quantile panel) instead of the server
+// evaluating both histograms again. Anything else, or a failed or aborted
+// shared answer, goes to the server.
+export function sharedRange(queries, expr, start, end, step, signal) {
+  const k = (x) => [x, start, end, step].join("\u0000");
+  const own = () => rangeQuery(expr, start, end, step, signal);
+  if (!queries) return own();
+  const parts = splitBinary(expr);
+  if (parts && queries.has(k(parts.a)) && queries.has(k(parts.b))) {
+    return Promise.all([queries.get(k(parts.a)), queries.get(k(parts.b))])
+      .then(([a, b]) => combine(parts.op, a, b) || own())
+      .catch((e) => (signal.aborted ? Promise.reject(e) : own()));
+  }
+  const p = own();
+  queries.set(k(expr), p);
+  p.catch(() => {}); // a failure is the asking panel's; others fall back
+  return p;
+}
+
 export async function instantQuery(expr, time, signal) {
   const { data, tiers } = await api("/api/v1/query", { query: expr, time }, { signal });
   let result = data.result;
@@ -75,6 +98,7 @@ export function Panel({ id, panel, sel }) {
   const key = JSON.stringify([panel.queries, sel, ctx.rangeKey]);
   const lastKey = useRef("");
   useEffect(() => {
+    if (!ctx.scrapeKnown) return undefined;
     const ac = new AbortController();
     const width = box.current ? box.current.clientWidth - 20 : 600;
     const v = queryVars(ctx, width, sel);
@@ -83,7 +107,7 @@ export function Panel({ id, panel, sel }) {
     const instant = panel.kind === "stat" || panel.kind === "table" || panel.kind === "status";
     const run = (q) => instant
       ? instantQuery(substitute(q.expr, v), ctx.end, ac.signal)
-      : rangeQuery(substitute(q.expr, v), ctx.start, ctx.end, v.step, ac.signal);
+      : sharedRange(ctx.queries, substitute(q.expr, v), ctx.start, ctx.end, v.step, ac.signal);
     Promise.all(panel.queries.map(run)).then(async (answers) => {
       const tiers = mergeTiers(answers.map((a) => a.tiers));
       if (instant) {
@@ -97,7 +121,7 @@ export function Panel({ id, panel, sel }) {
       setSt({ state: "ready", xs, series, step: v.step, tiers });
     }).catch((e) => { if (!isAbort(e)) setSt({ state: "error", error: e.message }); });
     return () => ac.abort();
-  }, [key, ctx.tick]);
+  }, [key, ctx.tick, ctx.scrapeKnown]);
 
   // A new range or query is loading from the render that asks for it, so
   // the page's data-ready never sees the old answer as the new one.

@@ -161,6 +161,8 @@ function App() {
   const relative = to === "now" && from.startsWith("now-");
   const refresh = p.get("refresh") || "30s";
   const now = useMemo(() => Date.now() / 1000, [loc, tick]);
+  // The range answers of this page, range and refresh (see sharedRange).
+  const queries = useMemo(() => new Map(), [loc, tick]);
   let start = parseTime(from, now), end = parseTime(to, now);
   if (!(start < end)) { start = now - 3600; end = now; }
 
@@ -181,7 +183,9 @@ function App() {
 
   const sel = ["job", "instance"].filter((k) => p.get(k)).map((k) => `${k}=${JSON.stringify(p.get(k))}`).join(",");
   const ctx = {
-    start, end, rangeKey: from + "|" + to, tick, theme: th, scrape: scrape || 15, annotations, sel, syncKey: "page:" + path,
+    // scrapeKnown: charts wait for the scrape interval ($__rate_interval);
+    // the page itself (and its dashboard definition) loads meanwhile.
+    start, end, rangeKey: from + "|" + to, tick, theme: th, scrape: scrape || 15, scrapeKnown: scrape != null, queries, annotations, sel, syncKey: "page:" + path,
     onZoom: (a, b) => navigate(withParams({ from: String(Math.round(a * 1000)), to: String(Math.round(b * 1000)) })),
   };
   // The theme is set on <html> before the charts (created in effects, which
@@ -204,8 +208,7 @@ function App() {
       <button data-testid="theme" title="dark / light" onClick=${toggle}>${th === "dark" ? "light" : "dark"}</button>
     </nav>
     <${TimePicker} p=${p} zoomed=${!relative} />
-    ${scrape == null ? html`<main data-loading="1"><div class="msg">loading…</div></main>`
-      : html`<${PageCtx.Provider} value=${ctx}><main key=${path}><${Page} p=${p} /></main></${PageCtx.Provider}>`}
+    <${PageCtx.Provider} value=${ctx}><main key=${path} data-loading=${scrape == null ? "1" : undefined}><${Page} p=${p} /></main></${PageCtx.Provider}>
   </div>`;
 }
 

@@ -263,6 +263,10 @@ function Alerts() {
   const pending = useAPI("/api/v1/alerts", null, [ver]);
   const silences = useAPI("/api/v2/silences", null, [ver]);
   const notes = useAPI("/api/v2/notifications", { limit: "50" }, [ver]);
+  // The next daily digest of P2 alerts (404 when alerting is off: no digest).
+  const digest = useAPI("/api/v1/appliance/digest/preview", null, [ver], { alerts: [] });
+  const dg = digest.data || {};
+  const dgAlerts = dg.alerts || [];
   // Warm-up: a pending alert of a rule with a warm-up whose instance is
   // warming is held, not just pending.
   const rules = useAPI("/api/v1/rules", { type: "alert" }, [ver]);
@@ -298,6 +302,14 @@ function Alerts() {
         <td>${fmtTime(Date.parse(s.endsAt) / 1000)}</td><td>${s.createdBy}</td><td>${s.comment}</td>
         <td>${s.status.state !== "expired" && html`<button class="link" data-testid="silence-expire" onClick=${() => expire(s.id)}>expire</button>`}</td></tr>`)}</tbody></table>
     </${ListPanel}>
+    <${ListPanel} id="digest-preview" title="Next P2 digest" st=${digest} rows=${dgAlerts.length}
+      extra=${dg.at && html`<span class="meta" data-testid="digest-at" data-at=${dg.at}>goes out ${fmtTime(Date.parse(dg.at) / 1000)} to ${(dg.receivers || []).join(", ") || "no receiver"}</span>`}>
+      <div class="digest-title" data-testid="digest-title">${dg.title}</div>
+      <table><thead><tr><th>severity</th><th>alert</th><th>job</th><th>instance</th><th>state</th><th>since</th></tr></thead>
+      <tbody>${dgAlerts.map((a) => html`<tr data-digest-alert=${a.labels.alertname || ""}><td><span class=${"sev " + (a.labels.severity || "")}>${a.labels.severity || "–"}</span></td>
+        <td>${a.labels.alertname}</td><td>${a.labels.job || ""}</td><td>${a.labels.instance || ""}</td><td>${a.status}</td><td>${fmtAgo(a.startsAt)}</td></tr>`)}</tbody></table>
+      <pre class="digest" data-testid="digest-text">${dg.text}</pre>
+    </${ListPanel}>
     <${ListPanel} id="notifications" title="Notification log" st=${notes} rows=${log.length}>
       <div class="scroll"><table><thead><tr><th>time</th><th>receiver</th><th>status</th><th>alerts</th><th>detail</th></tr></thead>
       <tbody>${log.map((n) => html`<tr><td>${fmtTime(Date.parse(n.time || n.sentAt || n.at) / 1000)}</td><td>${n.receiver}</td><td>${n.status || n.outcome || ""}</td>
@@ -329,6 +341,7 @@ function Explore({ p }) {
   const key = JSON.stringify([expr, tab, ctx.rangeKey, nonce]);
   const last = useRef("");
   useEffect(() => {
+    if (!ctx.scrapeKnown) return undefined;
     if (last.current !== key) setSt({ state: expr ? "loading" : "idle" });
     last.current = key;
     if (!expr) return;
@@ -340,7 +353,7 @@ function Explore({ p }) {
     q.then((r) => setSt({ state: (r.series || r.result).length ? "ready" : "empty", r, step, ms: performance.now() - t0 }))
       .catch((e) => { if (!isAbort(e)) setSt({ state: "error", error: e.message }); });
     return () => ac.abort();
-  }, [key, ctx.tick]);
+  }, [key, ctx.tick, ctx.scrapeKnown]);
   const run = (v) => (v !== expr ? navigate(withParams({ expr: v })) : setNonce(nonce + 1));
   const r = st.r;
   // A heatmap draws every bucket; lines are capped at MAX_SERIES.

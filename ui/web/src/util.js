@@ -155,3 +155,42 @@ export function navigate(url, replace) {
   history[replace ? "replaceState" : "pushState"](null, "", url);
   dispatchEvent(new Event("app:navigate"));
 }
+
+// ---- answers one panel can take from another's ----
+
+// splitBinary splits "A - B" or "A / B", where A and B are calls or
+// selectors (no other operator outside brackets), into {op, a, b}; null
+// for anything else.
+export function splitBinary(expr) {
+  let depth = 0, quote = null, top = "", at = -1, ops = 0;
+  for (let i = 0; i < expr.length; i++) {
+    const c = expr[i];
+    if (quote) { if (c === "\\") i++; else if (c === quote) quote = null; continue; }
+    if (c === '"' || c === "'" || c === "`") { quote = c; continue; }
+    if ("({[".includes(c)) { depth++; continue; }
+    if (")}]".includes(c)) { depth--; continue; }
+    if (depth !== 0) continue;
+    top += c;
+    if (c === "-" || c === "/") { at = i; ops++; }
+  }
+  if (ops !== 1 || !/^\s*[A-Za-z_:][\w:]*\s*[-/]\s*[A-Za-z_:][\w:]*\s*$/.test(top)) return null;
+  return { op: expr[at], a: expr.slice(0, at).trim(), b: expr.slice(at + 1).trim() };
+}
+
+const labelKey = (m) => JSON.stringify(Object.keys(m).sort().map((k) => [k, m[k]]));
+
+// combine applies op ("-" or "/") step by step to two range answers on
+// the same grid (rangeQuery's shape) as PromQL does to two one-series
+// vectors with the same labels: a step missing on either side is missing.
+// It returns null where PromQL's vector matching could differ (more than
+// one series on a side, other labels, another grid).
+export function combine(op, a, b) {
+  if (a.series.length > 1 || b.series.length > 1 || a.xs.length !== b.xs.length || a.xs[0] !== b.xs[0]) return null;
+  const tiers = [...new Set([...(a.tiers || []), ...(b.tiers || [])])];
+  if (!a.series.length || !b.series.length) return { xs: a.xs, series: [], tiers };
+  const [sa, sb] = [a.series[0], b.series[0]];
+  if (labelKey(sa.metric) !== labelKey(sb.metric)) return null;
+  const f = op === "-" ? (x, y) => x - y : (x, y) => x / y;
+  const ys = sa.ys.map((x, i) => (x == null || sb.ys[i] == null ? null : f(x, sb.ys[i])));
+  return { xs: a.xs, series: ys.some((y) => y != null) ? [{ metric: sa.metric, ys }] : [], tiers };
+}

@@ -1,7 +1,7 @@
 // Unit tests of the time, step and placeholder rules (node --test).
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { chooseStep, fmt, legendFor, parseDur, parseTime, promDur, rateInterval, substitute } from "./util.js";
+import { chooseStep, combine, fmt, legendFor, parseDur, parseTime, promDur, rateInterval, splitBinary, substitute } from "./util.js";
 
 test("durations", () => {
   assert.equal(parseDur("1h30m"), 5400);
@@ -50,4 +50,23 @@ test("legends and units", () => {
   assert.equal(fmt(0.25, "s"), "250 ms");
   assert.equal(fmt(0.5, "ratio"), "50.0%");
   assert.equal(fmt(2048, "bytes"), "2.00 KiB");
+});
+
+test("an expression of two other queries' answers", () => {
+  const p95 = 'histogram_quantile(0.95, sum by (le) (rate(x_bucket{job="a-b/c"}[5m])))';
+  const p50 = 'histogram_quantile(0.5, sum by (le) (rate(x_bucket{job="a-b/c"}[5m])))';
+  assert.deepEqual(splitBinary(`${p95} - ${p50}`), { op: "-", a: p95, b: p50 });
+  assert.deepEqual(splitBinary(`${p95} / ${p50}`), { op: "/", a: p95, b: p50 });
+  assert.equal(splitBinary(p95), null);
+  assert.equal(splitBinary(`${p95} - ${p50} > 0`), null);
+  assert.equal(splitBinary(`${p95} - ${p50} / ${p95}`), null);
+  assert.equal(splitBinary(`(${p95}) or vector(0)`), null);
+  assert.equal(splitBinary(`${p95} - 1`), null);
+  const r = (ys, metric = {}) => ({ xs: [10, 20, 30], series: ys ? [{ metric, ys }] : [], tiers: ["raw"] });
+  assert.deepEqual(combine("-", r([3, null, 5]), r([1, 2, 1])), { xs: [10, 20, 30], series: [{ metric: {}, ys: [2, null, 4] }], tiers: ["raw"] });
+  assert.deepEqual(combine("/", r([3, 4, 0]), r([1, 0, 0])).series[0].ys.map(String), ["3", "Infinity", "NaN"]);
+  assert.deepEqual(combine("-", r(null), r([1, 2, 3])).series, []);
+  assert.deepEqual(combine("-", r([null, null, null]), r([1, 2, 3])).series, []);
+  assert.equal(combine("-", r([1, 2, 3], { a: "1" }), r([1, 2, 3], { a: "2" })), null);
+  assert.equal(combine("-", { ...r([1]), series: [{ metric: {}, ys: [1, 2, 3] }, { metric: { x: "1" }, ys: [1, 2, 3] }] }, r([1, 2, 3])), null);
 });
