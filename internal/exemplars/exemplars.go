@@ -21,8 +21,9 @@ type Options struct {
 	// MaxExemplars is the size of the ring; 0 keeps none (query_exemplars
 	// then answers []), negative takes DefaultMaxExemplars.
 	MaxExemplars int64
-	// Registerer receives Prometheus' exemplar metrics
-	// (prometheus_tsdb_exemplar_*) and the dropped counter; nil, none.
+	// Registerer receives Prometheus' exemplar metrics, prefixed as the
+	// other Prometheus libraries' (appliance_prometheus_tsdb_exemplar_*),
+	// and appliance_exemplars_dropped_total; nil registers none.
 	Registerer prometheus.Registerer
 }
 
@@ -37,7 +38,11 @@ func New(opts Options) (*Storage, error) {
 	if opts.MaxExemplars < 0 {
 		opts.MaxExemplars = DefaultMaxExemplars
 	}
-	es, err := tsdb.NewCircularExemplarStorage(opts.MaxExemplars, tsdb.NewExemplarMetrics(opts.Registerer), 0)
+	var libReg prometheus.Registerer
+	if opts.Registerer != nil {
+		libReg = prometheus.WrapRegistererWithPrefix("appliance_", opts.Registerer)
+	}
+	es, err := tsdb.NewCircularExemplarStorage(opts.MaxExemplars, tsdb.NewExemplarMetrics(libReg), 0)
 	if err != nil {
 		return nil, fmt.Errorf("create exemplar storage: %w", err)
 	}
