@@ -104,7 +104,7 @@ func (s *Server) mountPrometheusAPI(e *echo.Echo) {
 
 	limit := s.limitBody
 	e.POST("/api/v1/write", echo.WrapHandler(s.guardRemoteWrite(prom)), s.ingestGate, limit)
-	e.POST("/api/v1/import/prometheus", s.importPrometheus, s.ingestGate, limit)
+	e.POST("/api/v1/import/prometheus", s.importPrometheus, s.ingestGate, limit, s.decodeBody)
 	e.GET("/api/v1/status/config", s.statusConfig)
 	e.GET("/api/v1/metadata", s.metadata)
 	// The dashboard's back-end, next to Prometheus' API (appliance_api.go).
