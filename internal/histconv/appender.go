@@ -61,15 +61,18 @@ func (a *Appender) Dropped() (int, error) { return a.dropped, a.firstDrop }
 // scrape loop needs one to track staleness) and is never passed to next.
 // A histogram that cannot be converted is dropped without an error.
 func (a *Appender) Append(ref storage.SeriesRef, ls labels.Labels, st, t int64, v float64, h *histogram.Histogram, fh *histogram.FloatHistogram, opts storage.AOptions) (storage.SeriesRef, error) {
-	key := ls.Hash()
 	if h == nil && fh == nil {
-		if value.IsStaleNaN(v) && a.c.Known(key) {
-			// The scrape loop ends a vanished native series with a float
-			// stale marker under its own labels.
-			return storage.SeriesRef(key), a.appendClassic(ls, st, t, a.c.stale(key), opts)
+		// Float samples pass untouched (no hashing on the hot path) but
+		// for stale markers: the scrape loop ends a vanished native
+		// series with a float stale marker under its own labels.
+		if value.IsStaleNaN(v) {
+			if key := ls.Hash(); a.c.Known(key) {
+				return storage.SeriesRef(key), a.appendClassic(ls, st, t, a.c.stale(key), opts)
+			}
 		}
 		return a.next.Append(ref, ls, st, t, v, nil, nil, opts)
 	}
+	key := ls.Hash()
 	cl, err := a.c.Convert(key, h, fh)
 	if err != nil {
 		a.dropped++
