@@ -257,7 +257,7 @@ func (c *Converter) stale(key uint64) Classic {
 // when it is not (or no longer) known. The slice must not be changed.
 func (c *Converter) Bounds(key uint64) []float64 {
 	if s := c.lookup(key); s != nil {
-		return s.bounds
+		return slices.Clip(s.bounds) // an append by the caller copies
 	}
 	return nil
 }
