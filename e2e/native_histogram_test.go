@@ -195,19 +195,30 @@ scrape_configs:
 remote_write:
   - name: v1
     url: %[2]s
+    send_native_histograms: true
     queue_config: {batch_send_deadline: 1s}
   - name: v2
     url: %[2]s
     protobuf_message: io.prometheus.write.v2.Request
+    send_native_histograms: true
     queue_config: {batch_send_deadline: 1s}
 `, host, app.url("/api/v1/write")))
 
 	// Both queues have sent histograms, and the appliance stores them.
+	var state string
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("last state: %s", state)
+		}
+	})
 	eventually(t, 90*time.Second, "histograms sent by both remote-write queues and stored", func() bool {
 		m := metricSums(t, prom.url("/metrics"))
-		return m["prometheus_remote_storage_histograms_total"] >= 8 &&
-			len(app.instant(`req_duration_seconds_count{job="nh"}`, time.Time{})) == 2 &&
-			len(app.instant(`req_duration_seconds_count{job="nh_self"}`, time.Time{})) == 2
+		pushed := len(app.instant(`req_duration_seconds_count{job="nh"}`, time.Time{}))
+		scraped := len(app.instant(`req_duration_seconds_count{job="nh_self"}`, time.Time{}))
+		state = fmt.Sprintf("histograms sent %v, failed %v, retried %v; appliance has %d pushed, %d scraped",
+			m["prometheus_remote_storage_histograms_total"], m["prometheus_remote_storage_histograms_failed_total"],
+			m["prometheus_remote_storage_histograms_retried_total"], pushed, scraped)
+		return m["prometheus_remote_storage_histograms_total"] >= 8 && pushed == 2 && scraped == 2
 	})
 
 	// Every series Prometheus has arrived: native histograms as their
