@@ -58,7 +58,7 @@ func TestImportCompressedBodies(t *testing.T) {
 	}
 	ts.db.Flush()
 	for _, name := range []string{"gz_metric", "snappy_block_metric", "snappy_stream_metric"} {
-		v, ok := ts.instantValue(name, now)
+		v, ok := ts.queryAt(name, now)
 		require.True(t, ok, name)
 		require.Equal(t, 7.0, v)
 	}

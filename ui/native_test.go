@@ -47,7 +47,7 @@ func (ts *testServer) remoteWriteV1(req *prompb.WriteRequest) (int, string) {
 	return ts.do(r)
 }
 
-func (ts *testServer) instantValue(q string, at time.Time) (float64, bool) {
+func (ts *testServer) queryAt(q string, at time.Time) (float64, bool) {
 	ts.t.Helper()
 	code, body := ts.get("/api/v1/query?" + url.Values{"query": {q}, "time": {strconv.FormatInt(at.Unix(), 10)}}.Encode())
 	require.Equal(ts.t, http.StatusOK, code, body)
@@ -88,20 +88,20 @@ func TestRemoteWriteNativeHistogramV1(t *testing.T) {
 	require.Equal(t, http.StatusNoContent, code, body)
 	ts.db.Flush()
 
-	v, ok := ts.instantValue(`up`, now)
+	v, ok := ts.queryAt(`up`, now)
 	require.True(t, ok)
 	require.Equal(t, 1.0, v)
-	v, ok = ts.instantValue(`lat_seconds_count`, now)
+	v, ok = ts.queryAt(`lat_seconds_count`, now)
 	require.True(t, ok)
 	require.Equal(t, 7.0, v)
-	v, ok = ts.instantValue(`lat_seconds_bucket{le="2.0"}`, now)
+	v, ok = ts.queryAt(`lat_seconds_bucket{le="2.0"}`, now)
 	require.True(t, ok)
 	require.Equal(t, 5.0, v)
 	// The median (rank 3.5) is in (1,2]: 1 + (3.5-2)/3 = 1.5.
-	v, ok = ts.instantValue(`histogram_quantile(0.5, lat_seconds_bucket)`, now)
+	v, ok = ts.queryAt(`histogram_quantile(0.5, lat_seconds_bucket)`, now)
 	require.True(t, ok)
 	require.InDelta(t, 1.5, v, 1e-9)
-	_, ok = ts.instantValue(`{__name__=~"broken.*"}`, now)
+	_, ok = ts.queryAt(`{__name__=~"broken.*"}`, now)
 	require.False(t, ok)
 
 	// The exemplar went to the bucket holding its value.
@@ -151,14 +151,14 @@ func TestRemoteWriteNativeHistogramV2(t *testing.T) {
 	require.Equal(t, http.StatusNoContent, code, body)
 	ts.db.Flush()
 	for _, name := range []string{"int_h", "float_h"} {
-		v, ok := ts.instantValue(fmt.Sprintf(`histogram_quantile(0.5, %s_bucket)`, name), now)
+		v, ok := ts.queryAt(fmt.Sprintf(`histogram_quantile(0.5, %s_bucket)`, name), now)
 		require.True(t, ok, name)
 		require.InDelta(t, 1.5, v, 1e-9, name)
 	}
-	v, ok := ts.instantValue(`nhcb_h_bucket{le="1.0"}`, now)
+	v, ok := ts.queryAt(`nhcb_h_bucket{le="1.0"}`, now)
 	require.True(t, ok)
 	require.Equal(t, 3.0, v)
-	v, ok = ts.instantValue(`nhcb_h_bucket{le="+Inf"}`, now)
+	v, ok = ts.queryAt(`nhcb_h_bucket{le="+Inf"}`, now)
 	require.True(t, ok)
 	require.Equal(t, 6.0, v)
 }
