@@ -221,7 +221,7 @@ func TestLoadGoodFile(t *testing.T) {
 
 	require.Equal(t, "gpu-01", cfg.Global.ExternalLabels.Get("box"))
 	require.Equal(t, "lab-a", cfg.Global.ExternalLabels.Get("site"))
-	require.Equal(t, StorageConfig{Path: "/var/lib/appliance", Retention: DefaultRetentionConfig, MemoryBudget: 512 << 20}, cfg.Storage)
+	require.Equal(t, StorageConfig{Path: "/var/lib/appliance", Retention: DefaultRetentionConfig, MemoryBudget: 512 << 20, Exemplars: DefaultExemplarsConfig}, cfg.Storage)
 	require.Equal(t, QueryConfig{Timeout: model.Duration(time.Minute), MaxSamples: 20_000_000, MaxConcurrency: 20, LookbackDelta: model.Duration(5 * time.Minute)}, cfg.Query)
 	require.Equal(t, []string{"testdata/rules/*.rules.yml"}, cfg.RuleFiles)
 	require.Equal(t, []string{"vllm", "gpu", "fastapi", "targets"}, cfg.RulePacks)

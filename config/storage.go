@@ -18,7 +18,11 @@ var (
 	DefaultStorageConfig = StorageConfig{
 		Path:      "data",
 		Retention: DefaultRetentionConfig,
+		Exemplars: DefaultExemplarsConfig,
 	}
+	// DefaultExemplarsConfig keeps Prometheus' default of 100000
+	// exemplars in memory.
+	DefaultExemplarsConfig = ExemplarsConfig{MaxExemplars: 100_000}
 	// DefaultQueryConfig holds Prometheus' defaults for its --query.* flags.
 	DefaultQueryConfig = QueryConfig{
 		Timeout:        model.Duration(2 * time.Minute),
@@ -41,6 +45,16 @@ type StorageConfig struct {
 	// and scrapes are dropped until space is freed; 0 means the storage's
 	// default (100MB, VictoriaMetrics' own).
 	MinFreeDisk Bytes `yaml:"min_free_disk,omitempty"`
+	// Exemplars is Prometheus' storage.exemplars: the in-memory ring of
+	// exemplars from scrapes and remote write.
+	Exemplars ExemplarsConfig `yaml:"exemplars"`
+}
+
+// ExemplarsConfig is Prometheus' storage.exemplars section.
+type ExemplarsConfig struct {
+	// MaxExemplars is the size of the ring shared by all series; 0 keeps
+	// none. Applied on reload.
+	MaxExemplars int64 `yaml:"max_exemplars"`
 }
 
 // RetentionConfig says how long each tier keeps data. A coarser tier keeps
@@ -66,6 +80,9 @@ func (c *StorageConfig) UnmarshalYAML(unmarshal func(any) error) error {
 		} `yaml:"retention"`
 		MemoryBudget Bytes `yaml:"memory_budget"`
 		MinFreeDisk  Bytes `yaml:"min_free_disk"`
+		Exemplars    struct {
+			MaxExemplars *int64 `yaml:"max_exemplars"`
+		} `yaml:"exemplars"`
 	}
 	if err := unmarshal(&in); err != nil {
 		return err
@@ -76,6 +93,12 @@ func (c *StorageConfig) UnmarshalYAML(unmarshal func(any) error) error {
 	}
 	c.MemoryBudget = in.MemoryBudget
 	c.MinFreeDisk = in.MinFreeDisk
+	if m := in.Exemplars.MaxExemplars; m != nil {
+		if *m < 0 {
+			return fieldErrorf([]string{"exemplars", "max_exemplars"}, "max_exemplars must be 0 (keep none) or more")
+		}
+		c.Exemplars.MaxExemplars = *m
+	}
 
 	r := in.Retention
 	tiers := []struct {

@@ -52,8 +52,9 @@ type importSample struct {
 	v    float64
 }
 
-// importBody is the import's body as text: the step that undoes a
-// Content-Encoding belongs here.
+// importBody is the import's body as text: decodeBody (encoding.go), a
+// middleware of the import routes, has undone a gzip or snappy
+// Content-Encoding and bounds the decoded size.
 func importBody(req *http.Request) (io.Reader, error) {
 	return req.Body, nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	promstorage "github.com/prometheus/prometheus/storage"
 
+	"github.com/aiserve/appliance/internal/histconv"
 	"github.com/aiserve/appliance/storage"
 )
 
@@ -27,6 +28,12 @@ import (
 //	     label_value_length_limit of the global section); the error names
 //	     the series (a prefix) and the limit. Nothing of the request is
 //	     stored: a retry would fail the same way.
+//	400  every sample of the request was a native histogram that cannot
+//	     be stored (internal/histconv drops invalid ones); the error
+//	     names the first. A request with anything storable is stored
+//	     without the dropped histograms (counted in
+//	     appliance_native_histograms_dropped_total) and answered 2xx, so
+//	     that one bad series never stalls a sender's queue.
 //	503  the disk is below storage.min_free_disk (storage.ErrDiskFull),
 //	     with the reason and Retry-After: the sender keeps its data and
 //	     retries; nothing of the request is stored.
@@ -41,6 +48,7 @@ const (
 	rejectLabelNameLength  = "label_name_length_limit"
 	rejectLabelValueLength = "label_value_length_limit"
 	rejectDiskFull         = "disk_full"
+	rejectNativeHistogram  = "native_histogram"
 )
 
 // retryAfterSeconds is what a 503 asks a sender to wait: a few disk-space
@@ -95,9 +103,9 @@ type ingestMetrics struct {
 func newIngestMetrics(reg prometheus.Registerer) *ingestMetrics {
 	m := &ingestMetrics{rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "appliance_ingest_rejected_samples_total",
-		Help: "Samples of remote-write and import requests refused, by reason (series_too_large, label_limit, label_name_length_limit, label_value_length_limit: 400; disk_full: 503).",
+		Help: "Samples of remote-write and import requests refused, by reason (series_too_large, label_limit, label_name_length_limit, label_value_length_limit, native_histogram: 400; disk_full: 503).",
 	}, []string{"reason"})}
-	for _, r := range []string{rejectSeriesTooLarge, rejectLabelLimit, rejectLabelNameLength, rejectLabelValueLength, rejectDiskFull} {
+	for _, r := range []string{rejectSeriesTooLarge, rejectLabelLimit, rejectLabelNameLength, rejectLabelValueLength, rejectDiskFull, rejectNativeHistogram} {
 		m.rejected.WithLabelValues(r)
 	}
 	if reg != nil {
@@ -219,17 +227,23 @@ func (b *heldResponse) flush(w http.ResponseWriter) {
 
 // ingestAppendable is the storage as the remote-write handler appends to
 // it: commits are fsynced, pushed series checked against the label
-// limits, and refusals recorded for guardRemoteWrite.
+// limits, native histograms stored as classic ones, exemplars kept, and
+// refusals recorded for guardRemoteWrite.
 type ingestAppendable struct{ s *Server }
 
 func (a ingestAppendable) AppenderV2(ctx context.Context) promstorage.AppenderV2 {
 	ref, _ := ctx.Value(ingestRefusalKey{}).(*ingestRefusal)
 	app := a.s.opts.Storage.AppenderV2(storage.WithSyncCommit(ctx))
-	return &ingestAppender{AppenderV2: app, s: a.s, limits: a.s.labelLimits(), refusal: ref}
+	if a.s.opts.Exemplars != nil {
+		app = a.s.opts.Exemplars.Appender(app)
+	}
+	conv := a.s.opts.Histograms.Appender(app)
+	return &ingestAppender{AppenderV2: conv, conv: conv, s: a.s, limits: a.s.labelLimits(), refusal: ref}
 }
 
 type ingestAppender struct {
 	promstorage.AppenderV2
+	conv    *histconv.Appender
 	s       *Server
 	limits  LabelLimits
 	refusal *ingestRefusal
@@ -252,25 +266,42 @@ func (a *ingestAppender) Append(ref promstorage.SeriesRef, ls labels.Labels, st,
 	if err := a.limits.check(ls); err != nil {
 		return ref, a.refuse(err, a.n+1)
 	}
+	dropped, _ := a.conv.Dropped()
 	ref, err := a.AppenderV2.Append(ref, ls, st, t, v, h, fh, opts)
 	if err != nil {
 		return ref, a.refuse(err, a.n+1)
+	}
+	if now, _ := a.conv.Dropped(); now > dropped {
+		return ref, nil // a native histogram dropped and counted
 	}
 	a.n++
 	return ref, nil
 }
 
 func (a *ingestAppender) Commit() error {
-	return a.refuse(a.AppenderV2.Commit(), a.n)
+	if err := a.refuse(a.AppenderV2.Commit(), a.n); err != nil {
+		return err
+	}
+	if n, first := a.conv.Dropped(); a.n == 0 && n > 0 {
+		// Nothing of the request could be stored: say why, with 400
+		// (a retry would fail the same way).
+		a.s.ingest.rejected.WithLabelValues(rejectNativeHistogram).Add(float64(n))
+		if a.refusal != nil && a.refusal.code == 0 {
+			*a.refusal = ingestRefusal{
+				err:    fmt.Errorf("%d native histogram(s) cannot be stored, the first: %w", n, first),
+				code:   http.StatusBadRequest,
+				reason: rejectNativeHistogram,
+			}
+		}
+	}
+	return nil
 }
 
-// AppendExemplars passes exemplars on; Prometheus' remote-write handler
-// requires the method.
+// AppendExemplars passes exemplars on (to the exemplar storage, through
+// the histogram converter, which moves a native series' exemplars to its
+// _bucket series); Prometheus' remote-write handler requires the method.
 func (a *ingestAppender) AppendExemplars(ref promstorage.SeriesRef, ls labels.Labels, es []exemplar.Exemplar) (promstorage.SeriesRef, error) {
-	if ea, ok := a.AppenderV2.(promstorage.ExemplarAppenderV2); ok {
-		return ea.AppendExemplars(ref, ls, es)
-	}
-	return ref, nil
+	return a.conv.AppendExemplars(ref, ls, es)
 }
 
 var _ promstorage.ExemplarAppenderV2 = (*ingestAppender)(nil)

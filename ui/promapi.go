@@ -14,8 +14,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/route"
 	promconfig "github.com/prometheus/prometheus/config"
+	"github.com/prometheus/prometheus/model/exemplar"
+	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/metadata"
 	"github.com/prometheus/prometheus/rules"
+	"github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/util/notifications"
 	apiv1 "github.com/prometheus/prometheus/web/api/v1"
 )
@@ -38,7 +41,7 @@ func (s *Server) mountPrometheusAPI(e *echo.Echo) {
 		o.Engine,
 		o.Storage,
 		ingestAppendable{s}, // remote write: fsync, label limits, 400/503 (ingest.go)
-		o.Storage,
+		s.exemplarQueryable(),
 		func(context.Context) apiv1.ScrapePoolsRetriever { return o.Targets },
 		func(context.Context) apiv1.TargetRetriever { return o.Targets },
 		func(context.Context) apiv1.AlertmanagerRetriever { return noAlertmanagers{} },
@@ -101,7 +104,7 @@ func (s *Server) mountPrometheusAPI(e *echo.Echo) {
 
 	limit := s.limitBody
 	e.POST("/api/v1/write", echo.WrapHandler(s.guardRemoteWrite(prom)), s.ingestGate, limit)
-	e.POST("/api/v1/import/prometheus", s.importPrometheus, s.ingestGate, limit)
+	e.POST("/api/v1/import/prometheus", s.importPrometheus, s.ingestGate, limit, s.decodeBody)
 	e.GET("/api/v1/status/config", s.statusConfig)
 	e.GET("/api/v1/metadata", s.metadata)
 	// The dashboard's back-end, next to Prometheus' API (appliance_api.go).
@@ -199,6 +202,25 @@ func (s *Server) metadata(c echo.Context) error {
 		md = map[string][]metadata.Metadata{} // Prometheus answers {}, never null
 	}
 	return apiSuccess(c, md)
+}
+
+// exemplarQueryable answers /api/v1/query_exemplars: the exemplar
+// storage, or none, answered as [] (Prometheus never answers null).
+func (s *Server) exemplarQueryable() storage.ExemplarQueryable {
+	if s.opts.Exemplars != nil {
+		return s.opts.Exemplars
+	}
+	return noExemplars{}
+}
+
+type noExemplars struct{}
+
+func (noExemplars) ExemplarQuerier(context.Context) (storage.ExemplarQuerier, error) {
+	return noExemplars{}, nil
+}
+
+func (noExemplars) Select(int64, int64, ...[]*labels.Matcher) ([]exemplar.QueryResult, error) {
+	return []exemplar.QueryResult{}, nil
 }
 
 type noAlertmanagers struct{}

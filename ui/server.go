@@ -22,6 +22,9 @@ import (
 	"github.com/prometheus/prometheus/promql"
 	"github.com/prometheus/prometheus/storage"
 	apiv1 "github.com/prometheus/prometheus/web/api/v1"
+
+	"github.com/aiserve/appliance/internal/exemplars"
+	"github.com/aiserve/appliance/internal/histconv"
 )
 
 // Storage is what the HTTP layer needs of the time-series store.
@@ -118,6 +121,12 @@ type Options struct {
 	// ProbeTargets lists the probes, so that services name theirs; nil
 	// for none.
 	ProbeTargets func() []ProbeTarget
+	// Histograms stores pushed native histograms as classic series
+	// (internal/histconv); nil builds one registered on Registerer.
+	Histograms *histconv.Converter
+	// Exemplars keeps pushed exemplars and answers
+	// /api/v1/query_exemplars; nil keeps none (the answer is []).
+	Exemplars *exemplars.Storage
 	// LabelLimits returns the label limits pushed series must keep (the
 	// global section's label_limit, label_name_length_limit,
 	// label_value_length_limit); nil means none.
@@ -185,6 +194,11 @@ func New(opts Options) (*Server, error) {
 	opts.ReadTimeout = cmp.Or(opts.ReadTimeout, DefaultReadTimeout)
 	opts.WriteTimeout = cmp.Or(opts.WriteTimeout, DefaultWriteTimeout)
 	opts.IdleTimeout = cmp.Or(opts.IdleTimeout, DefaultIdleTimeout)
+	if opts.Histograms == nil {
+		hopts := histconv.DefaultOptions()
+		hopts.Registerer = opts.Registerer
+		opts.Histograms = histconv.New(hopts)
+	}
 	s := &Server{opts: opts, logger: opts.Logger, started: time.Now(), auth: newAuthenticator(), ingest: newIngestMetrics(opts.Registerer)}
 	next, err := s.PrepareWeb(WebSettings{BasicAuthUsers: opts.BasicAuthUsers, TLS: opts.TLS, CertFile: opts.CertFile, KeyFile: opts.KeyFile})
 	if err != nil {

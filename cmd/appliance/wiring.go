@@ -54,6 +54,8 @@ import (
 
 	"github.com/aiserve/appliance/config"
 	"github.com/aiserve/appliance/downsample"
+	"github.com/aiserve/appliance/internal/exemplars"
+	"github.com/aiserve/appliance/internal/histconv"
 	"github.com/aiserve/appliance/notify"
 	"github.com/aiserve/appliance/query"
 	"github.com/aiserve/appliance/rules"
@@ -85,6 +87,10 @@ type appliance struct {
 	inputs      *inputs
 	scraper     *scrape.Scraper
 	web         *ui.Server
+	// exemplars is the in-memory exemplar ring of scrapes and remote
+	// write; histograms stores native histograms as classic ones.
+	exemplars  *exemplars.Storage
+	histograms *histconv.Converter
 
 	// extra actors run next to the appliance (the demo fleet); they stop
 	// after the web server, before the storage closes.
@@ -194,12 +200,21 @@ func newAppliance(cfg *config.Config, f runFlags, logger *slog.Logger) (_ *appli
 		return nil, err
 	}
 
+	// exemplars and native histograms, for scrapes and remote write
+	if a.exemplars, err = exemplars.New(exemplars.Options{MaxExemplars: cfg.Storage.Exemplars.MaxExemplars, Registerer: a.reg}); err != nil {
+		return nil, err
+	}
+	hopts := histconv.DefaultOptions()
+	hopts.Registerer = a.reg // appliance_native_histograms_*
+	a.histograms = histconv.New(hopts)
+
 	// scrape, with auto-detection's jobs added before the config is
-	// applied, once.
+	// applied, once. Native histograms (scrape_native_histograms) are
+	// stored as classic ones, exemplars kept in memory.
 	a.scraper, err = scrape.New(scrape.Options{
 		Logger:     logger,
 		Registerer: libReg,
-		Appendable: a.db,
+		Appendable: a.histograms.Appendable(a.exemplars.Appendable(a.db)),
 	})
 	if err != nil {
 		return nil, err
@@ -250,6 +265,8 @@ func newAppliance(cfg *config.Config, f runFlags, logger *slog.Logger) (_ *appli
 		IdleTimeout:         time.Duration(cfg.Web.IdleTimeout),
 		DashboardsDir:       cfg.UI.DashboardsDir,
 		ProbeTargets:        a.probeTargets,
+		Histograms:          a.histograms,
+		Exemplars:           a.exemplars,
 		// Pushed series keep the global label limits, as scraped ones do.
 		LabelLimits: func() ui.LabelLimits {
 			g := a.cfg.Load().Global
@@ -468,6 +485,7 @@ func (a *appliance) reload() error {
 		return fail(fmt.Errorf("scrape: apply: %w", err))
 	}
 	a.inputs.apply(cfg, probesNext, a.logger)
+	a.exemplars.Resize(cfg.Storage.Exemplars.MaxExemplars)
 	a.slo.apply(cfg)
 	// Users and TLS files: from the next request (handshake) on.
 	a.web.ApplyWeb(webNext)
