@@ -462,8 +462,8 @@ scrape_configs:
 	require.NoError(t, err)
 	mb, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	require.Regexp(t, `appliance_ingest_rejected_samples_total\{reason="series_too_large"\} [1-9]`, string(mb))
-	require.Regexp(t, `appliance_ingest_rejected_samples_total\{reason="label_limit"\} [1-9]`, string(mb))
+	require.Regexp(t, `(?m)^appliance_ingest_rejected_samples_total\{reason="series_too_large"\} [1-9]`, string(mb))
+	require.Regexp(t, `(?m)^appliance_ingest_rejected_samples_total\{reason="label_limit"\} [1-9]`, string(mb))
 
 	// Nothing half-stored: neither the big series nor their neighbours.
 	for _, q := range []string{`durability_normal`, `durability_big`, `durability_many`, `durability_scraped_big`, `durability_scrape_seq{job="big"}`} {

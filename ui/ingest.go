@@ -101,8 +101,11 @@ type ingestMetrics struct {
 }
 
 func newIngestMetrics(reg prometheus.Registerer) *ingestMetrics {
+	// The command hands ui a registerer that prefixes "appliance_" (as
+	// for the Prometheus API's own metrics), so the exposed name is
+	// appliance_ingest_rejected_samples_total.
 	m := &ingestMetrics{rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "appliance_ingest_rejected_samples_total",
+		Name: "ingest_rejected_samples_total",
 		Help: "Samples of remote-write and import requests refused, by reason (series_too_large, label_limit, label_name_length_limit, label_value_length_limit, native_histogram: 400; disk_full: 503).",
 	}, []string{"reason"})}
 	for _, r := range []string{rejectSeriesTooLarge, rejectLabelLimit, rejectLabelNameLength, rejectLabelValueLength, rejectDiskFull, rejectNativeHistogram} {
