@@ -31,6 +31,12 @@ type AlertingConfig struct {
 	Outbox        OutboxConfig    `yaml:"outbox,omitempty"`
 	// Templates replace the default title and text of notifications.
 	Templates MessageTemplates `yaml:"templates,omitempty"`
+	// SeverityMap maps severity label values to the priority label
+	// (P0, P1, P2) that routing reads, over DefaultSeverityMap.
+	SeverityMap map[string]string `yaml:"severity_map,omitempty"`
+	// DefaultSeverity is the priority of rules and alerts without a
+	// severity label (default P1).
+	DefaultSeverity string `yaml:"default_severity,omitempty"`
 }
 
 // MessageTemplates are Go text/template for the title and the text of
@@ -246,9 +252,9 @@ func DefaultRoute() *Route {
 		GroupInterval:  dur(5 * time.Minute),
 		RepeatInterval: dur(4 * time.Hour),
 		Routes: []*Route{
-			{Receiver: "pager", Matchers: mustMatchers(`severity="P0"`), GroupWait: dur(10 * time.Second), RepeatInterval: dur(30 * time.Minute)},
-			{Receiver: "chat", Matchers: mustMatchers(`severity="P1"`), GroupWait: dur(30 * time.Second), RepeatInterval: dur(4 * time.Hour)},
-			{Matchers: mustMatchers(`severity="P2"`), Digest: true},
+			{Receiver: "pager", Matchers: mustMatchers(`priority="P0"`), GroupWait: dur(10 * time.Second), RepeatInterval: dur(30 * time.Minute)},
+			{Receiver: "chat", Matchers: mustMatchers(`priority="P1"`), GroupWait: dur(30 * time.Second), RepeatInterval: dur(4 * time.Hour)},
+			{Matchers: mustMatchers(`priority="P2"`), Digest: true},
 		},
 	}
 }
@@ -257,8 +263,8 @@ func DefaultRoute() *Route {
 // job. Alertmanager treats a label missing on both sides as equal; the
 // job!="" matchers leave alerts without a job alone.
 func DefaultInhibitRules() []*InhibitRule {
-	src, _ := amlabels.ParseMatchers(`severity="P0",job!=""`)
-	tgt, _ := amlabels.ParseMatchers(`severity=~"P1|P2",job!=""`)
+	src, _ := amlabels.ParseMatchers(`priority="P0",job!=""`)
+	tgt, _ := amlabels.ParseMatchers(`priority=~"P1|P2",job!=""`)
 	return []*InhibitRule{{SourceMatchers: Matchers(src), TargetMatchers: Matchers(tgt), Equal: []string{"job"}}}
 }
 
@@ -516,6 +522,9 @@ func (c *AlertingConfig) UnmarshalYAML(unmarshal func(any) error) error {
 			return fmt.Errorf("time interval %q is defined twice", ti.Name)
 		}
 		intervals[ti.Name] = true
+	}
+	if err := c.checkSeverities(); err != nil {
+		return err
 	}
 	if c.Route == nil {
 		c.Route = DefaultRoute()

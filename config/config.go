@@ -41,7 +41,7 @@ var DefaultGlobalConfig = func() promconfig.GlobalConfig {
 var unsupportedSections = []string{"remote_write"}
 
 // sections are the keys the top level accepts, for suggestions.
-var sections = []string{"global", "storage", "query", "scrape_configs", "scrape_config_files", "rule_files", "rule_packs", "web", "alerting", "probes", "slos", "reports", "collectors", "autodetect", "ui"}
+var sections = []string{"global", "storage", "query", "scrape_configs", "scrape_config_files", "rule_files", "rule_packs", "rules", "web", "alerting", "probes", "slos", "reports", "collectors", "autodetect", "ui"}
 
 // patRulePath is Prometheus' check of rule_files and scrape_config_files
 // patterns: a glob may only appear in the last path element.
@@ -57,6 +57,7 @@ type Config struct {
 	ScrapeConfigFiles []string                   `yaml:"scrape_config_files,omitempty"`
 	RuleFiles         []string                   `yaml:"rule_files,omitempty"`
 	RulePacks         []string                   `yaml:"rule_packs,omitempty"`
+	Rules             RulesConfig                `yaml:"rules,omitempty"`
 	Web               WebConfig                  `yaml:"web"`
 	Alerting          AlertingConfig             `yaml:"alerting,omitempty"`
 	Probes            []*ProbeConfig             `yaml:"probes,omitempty"`
@@ -219,6 +220,8 @@ func (l *loader) load(data []byte) *Config {
 			cfg.RuleFiles, cfg.ruleFileLines = l.decodePaths(k.Value, v, "rule file")
 		case "rule_packs":
 			cfg.RulePacks, cfg.rulePackLines = l.decodeRulePacks(v)
+		case "rules":
+			l.decode(v, &cfg.Rules)
 		case "alerting":
 			l.decode(v, &cfg.Alerting)
 		case "probes":

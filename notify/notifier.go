@@ -82,6 +82,7 @@ type Notifier struct {
 	intervener *timeinterval.Intervener
 	receivers  map[string][]*integration
 	templates  *message.Templates
+	severities config.Severities
 	alerts     map[model.Fingerprint]*alert
 	groups     map[string]*aggGroup
 	// sil has its own lock.
@@ -185,6 +186,7 @@ type Prepared struct {
 	templates  *message.Templates
 	intervener *timeinterval.Intervener
 	loc        *time.Location
+	severities config.Severities
 }
 
 // Prepare builds the routes' receivers, the message templates, the time
@@ -210,7 +212,7 @@ func (n *Notifier) Prepare(c config.AlertingConfig) (*Prepared, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Prepared{cfg: c, receivers: recv, templates: tmpl, intervener: timeinterval.NewIntervener(ti), loc: loc}, nil
+	return &Prepared{cfg: c, receivers: recv, templates: tmpl, intervener: timeinterval.NewIntervener(ti), loc: loc, severities: c.Severities()}, nil
 }
 
 // Apply switches to a prepared alerting section. It fails only when the
@@ -224,6 +226,7 @@ func (n *Notifier) Apply(p *Prepared) error {
 	n.root = newRoute(p.cfg.Route, nil, "0")
 	n.inhibit = newInhibitor(p.cfg.InhibitRules, n.alerts)
 	n.intervener = p.intervener
+	n.severities = p.severities
 	now := n.now()
 	if err := n.scheduleDigest(now, p.loc); err != nil {
 		return err
@@ -266,6 +269,7 @@ func (n *Notifier) Post(alerts []model.Alert) {
 		if a.EndsAt.IsZero() {
 			a.EndsAt = now.Add(resolveTimeout)
 		}
+		a.Labels = n.withPriority(a.Labels)
 		fp := a.Labels.Fingerprint()
 		old := n.alerts[fp]
 		na := merge(old, a, now)
@@ -276,6 +280,25 @@ func (n *Notifier) Post(alerts []model.Alert) {
 		n.route(fp, na, now)
 		n.m.received.Inc()
 	}
+}
+
+// withPriority returns ls with the priority label that routing reads,
+// from its severity label through alerting.severity_map, unless it has
+// one. A severity the map does not know routes as default_severity, with
+// a warning once.
+func (n *Notifier) withPriority(ls model.LabelSet) model.LabelSet {
+	if _, ok := ls[config.PriorityLabel]; ok {
+		return ls
+	}
+	sev := string(ls["severity"])
+	p, ok := n.severities.Priority(sev)
+	if !ok {
+		n.warnOnce("severity:"+sev, "an alert's severity is not in alerting.severity_map; it routes as alerting.default_severity", "severity", sev, "default_severity", n.severities.Default)
+		p = n.severities.Default
+	}
+	out := ls.Clone()
+	out[config.PriorityLabel] = model.LabelValue(p)
+	return out
 }
 
 // route puts an alert into the aggregation groups of its routes.
@@ -445,7 +468,7 @@ func (n *Notifier) flush(g *aggGroup, now time.Time) *flushPlan {
 		return p
 	}
 	if r.receiver == "" {
-		n.warnOnce("noreceiver:"+r.id, "alerts match a route without a receiver and are not sent; give them a severity label (P0, P1, P2) or a route", "group", g.key)
+		n.warnOnce("noreceiver:"+r.id, "alerts match a route without a receiver and are not sent; give them a severity in alerting.severity_map or a route", "group", g.key)
 		return nil
 	}
 	ints, ok := n.receivers[r.receiver]
