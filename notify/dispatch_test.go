@@ -276,3 +276,40 @@ alerting:
 	require.NoError(t, err)
 	require.Equal(t, "Slow is firing on vllm", hist[0].Title)
 }
+
+// TestSeverityMapRouting: the default routes read the priority that
+// alerting.severity_map gives the severity label, so the severities of
+// public rule sets route like P0/P1/P2, and an alert without a severity
+// routes as default_severity.
+func TestSeverityMapRouting(t *testing.T) {
+	clock := clock.NewFake(t0)
+	pager, chat := newHook(t, clock), newHook(t, clock)
+	cfg := loadAlerting(t, `
+alerting:
+  severity_map: {sev1: P0}
+  receivers:
+    - name: pager
+      webhook_configs: [{url: "{{HOOK:pager}}"}]
+    - name: chat
+      webhook_configs: [{url: "{{HOOK:chat}}"}]
+`, map[string]*hook{"pager": pager, "chat": chat})
+	e := newEnv(t, clock, cfg)
+	far := t0.Add(10 * time.Hour)
+	e.fire(far, "alertname", "HostDown", "severity", "critical")
+	e.fire(far, "alertname", "Custom", "severity", "sev1")
+	e.fire(far, "alertname", "Disk", "severity", "warning")
+	e.fire(far, "alertname", "Bare")
+	e.fire(far, "alertname", "Note", "severity", "info")
+	e.advance(30*time.Second, time.Second)
+	got := func(h *hook) []string {
+		var out []string
+		for _, r := range h.all() {
+			for _, a := range r.payload.Alerts {
+				out = append(out, a.Labels["alertname"]+"/"+a.Labels["severity"]+"/"+a.Labels["priority"])
+			}
+		}
+		return out
+	}
+	require.ElementsMatch(t, []string{"HostDown/critical/P0", "Custom/sev1/P0"}, got(pager))
+	require.ElementsMatch(t, []string{"Disk/warning/P1", "Bare//P1"}, got(chat), "info goes to the digest")
+}
