@@ -411,6 +411,7 @@ func (n *Notifier) mutedByTime(r *route, now time.Time) bool {
 // to notify, for commit to compare with the notification log and write.
 type flushPlan struct {
 	key              string
+	amKey            string // the group key of Alertmanager's payloads
 	labels           model.LabelSet
 	receiver         string
 	ints             []*integration
@@ -463,7 +464,7 @@ func (n *Notifier) flush(g *aggGroup, now time.Time) *flushPlan {
 	message.SortAlerts(alerts)
 	sort.Strings(firing)
 	sort.Strings(resolved)
-	p := &flushPlan{key: g.key, labels: g.labels, receiver: r.receiver, templates: n.templates, repeatInterval: r.repeatInterval, digest: r.digest, alerts: alerts, firing: firing, resolved: resolved}
+	p := &flushPlan{key: g.key, amKey: r.alertmanagerGroupKey(g.labels), labels: g.labels, receiver: r.receiver, templates: n.templates, repeatInterval: r.repeatInterval, digest: r.digest, alerts: alerts, firing: firing, resolved: resolved}
 	if r.digest {
 		return p
 	}
@@ -535,7 +536,7 @@ func (n *Notifier) commit(plans []*flushPlan, now time.Time) error {
 					continue
 				}
 			}
-			m := n.newMessage(message.KindAlerts, p.receiver, p.key, p.labels, as, in.name, now)
+			m := n.newMessage(message.KindAlerts, p.receiver, p.amKey, p.labels, as, in.name, now)
 			if err := p.templates.Render(m); err != nil {
 				errs = append(errs, err)
 				failed = true
