@@ -33,6 +33,9 @@ type RulesRetriever interface {
 //	instances    {"min": N} / {"ratio": R} / {"all": true}, with "by"
 //	escalated    true on the rule escalate_when_all added
 //	warmup       the warm-up in seconds (0: none)
+//	warmupHeld   true when the rule is held by a warm-up: its alerts wait
+//	             until a new instance's warm-up is over (the embedded
+//	             packs, rules.warmup, or the group's or rule's warmup)
 //
 // and /api/v1/alerts gives each alert of an instances rule the list
 //
@@ -155,6 +158,7 @@ func amendRule(r map[string]any, c rulefile.Compiled) {
 		r["escalated"] = true
 	}
 	r["warmup"] = c.Warmup.Seconds()
+	r["warmupHeld"] = c.Warmup > 0
 }
 
 // amendAlerts adds breachingInstances to a /api/v1/alerts answer.
