@@ -11,6 +11,8 @@ import (
 	"github.com/prometheus/alertmanager/timeinterval"
 	commoncfg "github.com/prometheus/common/config"
 	"github.com/prometheus/common/model"
+	promconfig "github.com/prometheus/prometheus/config"
+	"github.com/prometheus/prometheus/model/relabel"
 )
 
 // AlertingConfig is the alerting section: Alertmanager's route tree,
@@ -37,6 +39,19 @@ type AlertingConfig struct {
 	// DefaultSeverity is the priority of rules and alerts without a
 	// severity label (default P1).
 	DefaultSeverity string `yaml:"default_severity,omitempty"`
+
+	// Global is an alertmanager.yml's global section: defaults of the
+	// receivers (smtp_*, slack_api_url, http_config) and resolve_timeout.
+	Global *AlertmanagerGlobal `yaml:"global,omitempty"`
+	// MuteTimeIntervals is Alertmanager's older name of time_intervals.
+	MuteTimeIntervals []*TimeInterval `yaml:"mute_time_intervals,omitempty"`
+	// Alertmanagers and AlertRelabelConfigs are prometheus.yml's: the
+	// firing alerts of the rules are also sent to these Alertmanagers,
+	// as Prometheus sends them.
+	Alertmanagers       []*promconfig.AlertmanagerConfig `yaml:"alertmanagers,omitempty"`
+	AlertRelabelConfigs []*relabel.Config                `yaml:"alert_relabel_configs,omitempty"`
+
+	notes []string // what is mapped and ignored, for `appliance check`
 }
 
 // MessageTemplates are Go text/template for the title and the text of
@@ -47,6 +62,10 @@ type AlertingConfig struct {
 type MessageTemplates struct {
 	Title string `yaml:"title,omitempty"`
 	Text  string `yaml:"text,omitempty"`
+	// Files are Alertmanager's templates: a list of template file globs
+	// (alerting.templates written as a list), relative to the config
+	// file. Their named templates may be called from Title and Text.
+	Files []string `yaml:"-"`
 }
 
 // DigestConfig is alerting.digest: when and to whom the daily digest of P2
@@ -198,6 +217,10 @@ type Route struct {
 	ActiveTimeIntervals []string        `yaml:"active_time_intervals,omitempty"`
 	Digest              bool            `yaml:"digest,omitempty"`
 	Routes              []*Route        `yaml:"routes,omitempty"`
+	// Match and MatchRe are Alertmanager's deprecated matchers, added to
+	// Matchers when read.
+	Match   map[string]string `yaml:"match,omitempty"`
+	MatchRe map[string]string `yaml:"match_re,omitempty"`
 }
 
 // UnmarshalYAML implements yaml.Unmarshaler.
@@ -206,6 +229,12 @@ func (r *Route) UnmarshalYAML(unmarshal func(any) error) error {
 	if err := unmarshal((*plain)(r)); err != nil {
 		return err
 	}
+	m, err := matchMap(r.Match, r.MatchRe)
+	if err != nil {
+		return err
+	}
+	r.Matchers = append(r.Matchers, m...)
+	r.Match, r.MatchRe = nil, nil
 	seen := map[string]bool{}
 	for _, l := range r.GroupBy {
 		if l == "..." {
@@ -274,6 +303,11 @@ type InhibitRule struct {
 	SourceMatchers Matchers `yaml:"source_matchers,omitempty"`
 	TargetMatchers Matchers `yaml:"target_matchers,omitempty"`
 	Equal          []string `yaml:"equal,omitempty"`
+	// Alertmanager's deprecated forms, added to the matchers when read.
+	SourceMatch   map[string]string `yaml:"source_match,omitempty"`
+	SourceMatchRe map[string]string `yaml:"source_match_re,omitempty"`
+	TargetMatch   map[string]string `yaml:"target_match,omitempty"`
+	TargetMatchRe map[string]string `yaml:"target_match_re,omitempty"`
 }
 
 // UnmarshalYAML implements yaml.Unmarshaler.
@@ -282,6 +316,17 @@ func (r *InhibitRule) UnmarshalYAML(unmarshal func(any) error) error {
 	if err := unmarshal((*plain)(r)); err != nil {
 		return err
 	}
+	src, err := matchMap(r.SourceMatch, r.SourceMatchRe)
+	if err != nil {
+		return err
+	}
+	tgt, err := matchMap(r.TargetMatch, r.TargetMatchRe)
+	if err != nil {
+		return err
+	}
+	r.SourceMatchers = append(r.SourceMatchers, src...)
+	r.TargetMatchers = append(r.TargetMatchers, tgt...)
+	r.SourceMatch, r.SourceMatchRe, r.TargetMatch, r.TargetMatchRe = nil, nil, nil, nil
 	for _, l := range r.Equal {
 		if !model.LabelName(l).IsValid() {
 			return fmt.Errorf("inhibit rule equal: invalid label name %q", l)
@@ -309,6 +354,9 @@ type Receiver struct {
 	SMSConfigs          []*HTTPGatewayConfig  `yaml:"sms_configs,omitempty"`
 	VoiceConfigs        []*HTTPGatewayConfig  `yaml:"voice_configs,omitempty"`
 	AlertmanagerConfigs []*AlertmanagerConfig `yaml:"alertmanager_configs,omitempty"`
+	// Other holds Alertmanager's integrations the appliance does not
+	// have (pagerduty_configs, ...): ignored, with a note.
+	Other map[string]any `yaml:",inline"`
 }
 
 // NotifierConfig is what every integration config shares.
@@ -316,6 +364,10 @@ type NotifierConfig struct {
 	// SendResolved also notifies when the alerts of a group resolve;
 	// default true, as for Alertmanager's webhook.
 	SendResolved *bool `yaml:"send_resolved,omitempty"`
+	// HTTPConfig is Alertmanager's http_config: TLS, proxy_url,
+	// basic_auth, authorization (bearer), oauth2 of the integration's
+	// requests; alerting.global.http_config when unset.
+	HTTPConfig *commoncfg.HTTPClientConfig `yaml:"http_config,omitempty"`
 }
 
 // Resolved reports whether resolved notifications are sent.
@@ -364,6 +416,10 @@ func (c *SlackConfig) UnmarshalYAML(unmarshal func(any) error) error {
 	type plain SlackConfig
 	if err := unmarshal((*plain)(c)); err != nil {
 		return err
+	}
+	if c.APIURL == "" {
+		// alerting.global.slack_api_url may give it (applyGlobal).
+		return nil
 	}
 	return checkSecretURL("slack_configs api_url", c.APIURL)
 }
@@ -439,6 +495,15 @@ func (c *EmailConfig) UnmarshalYAML(unmarshal func(any) error) error {
 	if err := unmarshal((*plain)(c)); err != nil {
 		return err
 	}
+	if c.To == "" {
+		return fmt.Errorf("email_configs: to is required")
+	}
+	// from and smarthost may come from alerting.global (applyGlobal).
+	return nil
+}
+
+// check checks what alerting.global may fill.
+func (c *EmailConfig) check() error {
 	if c.To == "" || c.From == "" {
 		return fmt.Errorf("email_configs: to and from are required")
 	}
@@ -503,6 +568,13 @@ func (c *AlertingConfig) UnmarshalYAML(unmarshal func(any) error) error {
 	if err := unmarshal((*plain)(c)); err != nil {
 		return err
 	}
+	c.TimeIntervals = append(c.TimeIntervals, c.MuteTimeIntervals...)
+	c.MuteTimeIntervals = nil
+	notes, err := c.applyGlobal()
+	if err != nil {
+		return err
+	}
+	c.notes = notes
 	receivers := map[string]bool{}
 	for _, r := range c.Receivers {
 		if r == nil || r.Name == "" {

@@ -3,6 +3,8 @@ package config
 import (
 	"time"
 
+	promconfig "github.com/prometheus/prometheus/config"
+
 	"github.com/prometheus/common/model"
 )
 
@@ -41,6 +43,8 @@ type StorageConfig struct {
 	// and scrapes are dropped until space is freed; 0 means the storage's
 	// default (100MB, VictoriaMetrics' own).
 	MinFreeDisk Bytes `yaml:"min_free_disk,omitempty"`
+
+	notes []string // what storage.tsdb maps and ignores, for `appliance check`
 }
 
 // RetentionConfig says how long each tier keeps data. A coarser tier keeps
@@ -66,9 +70,19 @@ func (c *StorageConfig) UnmarshalYAML(unmarshal func(any) error) error {
 		} `yaml:"retention"`
 		MemoryBudget Bytes `yaml:"memory_budget"`
 		MinFreeDisk  Bytes `yaml:"min_free_disk"`
+		// TSDB is Prometheus' storage.tsdb, read for its retention.
+		TSDB *promconfig.TSDBConfig `yaml:"tsdb"`
 	}
 	if err := unmarshal(&in); err != nil {
 		return err
+	}
+	c.notes = nil
+	if t := in.TSDB; t != nil {
+		notes, raw := tsdbNotes(t)
+		if raw != nil && in.Retention.Raw == nil {
+			in.Retention.Raw = raw
+		}
+		defer func() { c.notes = notes }()
 	}
 	*c = DefaultStorageConfig
 	if in.Path != "" {

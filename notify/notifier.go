@@ -83,8 +83,13 @@ type Notifier struct {
 	receivers  map[string][]*integration
 	templates  *message.Templates
 	severities config.Severities
-	alerts     map[model.Fingerprint]*alert
-	groups     map[string]*aggGroup
+	// resolve is alerting.global.resolve_timeout.
+	resolve time.Duration
+	// fwd forwards the rules' alerts to alerting.alertmanagers; it has
+	// its own lock.
+	fwd    *forwarder
+	alerts map[model.Fingerprint]*alert
+	groups map[string]*aggGroup
 	// sil has its own lock.
 	sil    *silences
 	warned map[string]bool
@@ -161,6 +166,7 @@ func New(opts Options) (*Notifier, error) {
 		return nil, fmt.Errorf("load silences: %w", err)
 	}
 	n.m = newMetrics(opts.Registerer)
+	n.fwd = newForwarder(opts.Logger)
 	if err := n.ApplyConfig(opts.Config); err != nil {
 		return nil, err
 	}
@@ -187,6 +193,7 @@ type Prepared struct {
 	intervener *timeinterval.Intervener
 	loc        *time.Location
 	severities config.Severities
+	fwd        []*fwdTarget
 }
 
 // Prepare builds the routes' receivers, the message templates, the time
@@ -201,7 +208,7 @@ func (n *Notifier) Prepare(c config.AlertingConfig) (*Prepared, error) {
 	for _, t := range c.TimeIntervals {
 		ti[t.Name] = t.TimeIntervals
 	}
-	tmpl, err := message.ParseTemplates(c.Templates.Title, c.Templates.Text)
+	tmpl, err := message.ParseTemplateFiles(c.Templates.Title, c.Templates.Text, c.Templates.Files)
 	if err != nil {
 		return nil, err
 	}
@@ -212,7 +219,11 @@ func (n *Notifier) Prepare(c config.AlertingConfig) (*Prepared, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Prepared{cfg: c, receivers: recv, templates: tmpl, intervener: timeinterval.NewIntervener(ti), loc: loc, severities: c.Severities()}, nil
+	fwd, err := fwdTargets(c.Alertmanagers)
+	if err != nil {
+		return nil, err
+	}
+	return &Prepared{fwd: fwd, cfg: c, receivers: recv, templates: tmpl, intervener: timeinterval.NewIntervener(ti), loc: loc, severities: c.Severities()}, nil
 }
 
 // Apply switches to a prepared alerting section. It fails only when the
@@ -227,6 +238,8 @@ func (n *Notifier) Apply(p *Prepared) error {
 	n.inhibit = newInhibitor(p.cfg.InhibitRules, n.alerts)
 	n.intervener = p.intervener
 	n.severities = p.severities
+	n.resolve = p.cfg.ResolveTimeout()
+	n.fwd.apply(p.fwd, p.cfg.AlertRelabelConfigs)
 	now := n.now()
 	if err := n.scheduleDigest(now, p.loc); err != nil {
 		return err
@@ -246,6 +259,8 @@ func (n *Notifier) Send(alerts ...*notifier.Alert) {
 	for _, a := range alerts {
 		as = append(as, fromPrometheus(a))
 	}
+	// As Prometheus: the rules' alerts also go to alerting.alertmanagers.
+	n.fwd.enqueue(as)
 	n.Post(as)
 }
 
@@ -267,7 +282,7 @@ func (n *Notifier) Post(alerts []model.Alert) {
 			}
 		}
 		if a.EndsAt.IsZero() {
-			a.EndsAt = now.Add(resolveTimeout)
+			a.EndsAt = now.Add(n.resolve)
 		}
 		a.Labels = n.withPriority(a.Labels)
 		fp := a.Labels.Fingerprint()
@@ -325,6 +340,12 @@ func (n *Notifier) Run(ctx context.Context) error {
 	// drain.
 	dctx, dcancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer dcancel()
+	fwdDone := make(chan struct{})
+	go func() {
+		defer close(fwdDone)
+		n.fwd.run(ctx)
+	}()
+	defer func() { <-fwdDone }()
 	loopDone := make(chan struct{})
 	go func() {
 		defer close(loopDone)

@@ -48,6 +48,12 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 	for _, err := range errs {
 		fmt.Fprintln(stderr, err)
 	}
+	if cfg, _ := config.Check(path); cfg != nil {
+		// What the file has that the appliance maps or ignores.
+		for _, w := range cfg.Warnings() {
+			fmt.Fprintln(stderr, w)
+		}
+	}
 	for _, w := range ruleFileWarnings(path) {
 		fmt.Fprintln(stderr, w)
 	}
