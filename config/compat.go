@@ -257,7 +257,7 @@ func (c *Config) topNotes() []string {
 		notes = append(notes, "otlp is accepted and ignored: the appliance has no OTLP receiver")
 	}
 	if c.Runtime != nil {
-		notes = append(notes, "runtime is accepted and ignored: the appliance sets its own GOGC")
+		notes = append(notes, "runtime is accepted and ignored: the Go runtime keeps its defaults (gogc is not applied)")
 	}
 	return notes
 }
