@@ -5,6 +5,7 @@ import (
 	"time"
 
 	amlabels "github.com/prometheus/alertmanager/pkg/labels"
+	"github.com/prometheus/common/model"
 	"github.com/stretchr/testify/require"
 
 	"github.com/aiserve/appliance/clock"
@@ -304,6 +305,8 @@ alerting:
 	e.fire(far, "alertname", "Disk", "severity", "warning")
 	e.fire(far, "alertname", "Bare")
 	e.fire(far, "alertname", "Note", "severity", "info")
+	// As an external Prometheus or vmalert posts to /api/v2/alerts.
+	require.NoError(t, e.n.PostAlerts([]model.Alert{{Labels: model.LabelSet{"alertname": "VMAlertDown", "severity": "critical"}}}))
 	e.advance(30*time.Second, time.Second)
 	got := func(h *hook) []string {
 		var out []string
@@ -314,6 +317,6 @@ alerting:
 		}
 		return out
 	}
-	require.ElementsMatch(t, []string{"HostDown/critical/P0", "Custom/sev1/P0"}, got(pager))
+	require.ElementsMatch(t, []string{"HostDown/critical/P0", "Custom/sev1/P0", "VMAlertDown/critical/P0"}, got(pager))
 	require.ElementsMatch(t, []string{"Disk/warning/P1", "Bare//P1"}, got(chat), "info goes to the digest")
 }
