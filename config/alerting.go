@@ -39,6 +39,11 @@ type AlertingConfig struct {
 	// DefaultSeverity is the priority of rules and alerts without a
 	// severity label (default P1).
 	DefaultSeverity string `yaml:"default_severity,omitempty"`
+	// SeverityLabels are the labels whose value severity_map reads, the
+	// first one present (default [severity]); e.g. [severity, level] for
+	// rule sets that write level: critical, or priority for those that
+	// write priority: high.
+	SeverityLabels []string `yaml:"severity_labels,omitempty"`
 
 	// Global is an alertmanager.yml's global section: defaults of the
 	// receivers (smtp_*, slack_api_url, http_config) and resolve_timeout.

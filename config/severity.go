@@ -35,7 +35,32 @@ const DefaultSeverity = "P1"
 type Severities struct {
 	Map     map[string]string
 	Default string
+	// Labels are the labels read for the severity, the first one present.
+	Labels []string
 }
+
+// DefaultSeverityLabels is alerting.severity_labels when unset.
+var DefaultSeverityLabels = []string{"severity"}
+
+// Of returns the severity of a label set (get looks a label up): the value
+// of the first of Labels it has, and whether it has one. A priority label
+// that already holds a priority is not a severity.
+func (s Severities) Of(get func(string) (string, bool)) (string, bool) {
+	labels := s.Labels
+	if len(labels) == 0 {
+		labels = DefaultSeverityLabels
+	}
+	for _, l := range labels {
+		if v, ok := get(l); ok {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+// ReadsPriority reports whether the priority label is one of the severity
+// labels: its value then goes through the map too.
+func (s Severities) ReadsPriority() bool { return slices.Contains(s.Labels, PriorityLabel) }
 
 // Severities returns the severity map in effect for c.
 func (c AlertingConfig) Severities() Severities {
@@ -45,7 +70,11 @@ func (c AlertingConfig) Severities() Severities {
 	if d == "" {
 		d = DefaultSeverity
 	}
-	return Severities{Map: m, Default: d}
+	ls := c.SeverityLabels
+	if len(ls) == 0 {
+		ls = DefaultSeverityLabels
+	}
+	return Severities{Map: m, Default: d, Labels: ls}
 }
 
 // Priority returns the priority of a severity ("" for none): the map's
@@ -76,6 +105,11 @@ func (c *AlertingConfig) checkSeverities() error {
 	for _, k := range slices.Sorted(maps.Keys(c.SeverityMap)) {
 		if !slices.Contains(Priorities, c.SeverityMap[k]) {
 			return fieldErrorf([]string{"severity_map", k}, "severity_map %q: %q is not a priority; want P0, P1 or P2", k, c.SeverityMap[k])
+		}
+	}
+	for _, l := range c.SeverityLabels {
+		if !model.LabelName(l).IsValid() {
+			return fieldErrorf([]string{"severity_labels"}, "severity_labels: invalid label name %q", l)
 		}
 	}
 	if c.DefaultSeverity != "" && !slices.Contains(Priorities, c.DefaultSeverity) {

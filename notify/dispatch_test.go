@@ -292,6 +292,7 @@ func TestSeverityMapRouting(t *testing.T) {
 	cfg := loadAlerting(t, `
 alerting:
   severity_map: {sev1: P0}
+  severity_labels: [severity, level]
   receivers:
     - name: pager
       webhook_configs: [{url: "{{HOOK:pager}}"}]
@@ -305,6 +306,7 @@ alerting:
 	e.fire(far, "alertname", "Disk", "severity", "warning")
 	e.fire(far, "alertname", "Bare")
 	e.fire(far, "alertname", "Note", "severity", "info")
+	e.fire(far, "alertname", "Leveled", "level", "critical")
 	// As an external Prometheus or vmalert posts to /api/v2/alerts.
 	require.NoError(t, e.n.PostAlerts([]model.Alert{{Labels: model.LabelSet{"alertname": "VMAlertDown", "severity": "critical"}}}))
 	e.advance(30*time.Second, time.Second)
@@ -317,6 +319,6 @@ alerting:
 		}
 		return out
 	}
-	require.ElementsMatch(t, []string{"HostDown/critical/P0", "Custom/sev1/P0", "VMAlertDown/critical/P0"}, got(pager))
+	require.ElementsMatch(t, []string{"HostDown/critical/P0", "Custom/sev1/P0", "VMAlertDown/critical/P0", "Leveled//P0"}, got(pager))
 	require.ElementsMatch(t, []string{"Disk/warning/P1", "Bare//P1"}, got(chat), "info goes to the digest")
 }

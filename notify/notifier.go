@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -302,10 +303,10 @@ func (n *Notifier) Post(alerts []model.Alert) {
 // one. A severity the map does not know routes as default_severity, with
 // a warning once.
 func (n *Notifier) withPriority(ls model.LabelSet) model.LabelSet {
-	if _, ok := ls[config.PriorityLabel]; ok {
+	if p, ok := ls[config.PriorityLabel]; ok && (!n.severities.ReadsPriority() || slices.Contains(config.Priorities, string(p))) {
 		return ls
 	}
-	sev := string(ls["severity"])
+	sev, _ := n.severities.Of(func(l string) (string, bool) { v, ok := ls[model.LabelName(l)]; return string(v), ok })
 	p, ok := n.severities.Priority(sev)
 	if !ok {
 		n.warnOnce("severity:"+sev, "an alert's severity is not in alerting.severity_map; it routes as alerting.default_severity", "severity", sev, "default_severity", n.severities.Default)

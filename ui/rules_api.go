@@ -111,12 +111,13 @@ func amendRules(rr RulesRetriever, body []byte) ([]byte, error) {
 			if r["type"] != "alerting" {
 				continue
 			}
-			sev := ""
+			// The rule and its escalated twin differ in their priority.
+			prio := ""
 			if l, ok := r["labels"].(map[string]any); ok {
-				sev, _ = l["severity"].(string)
+				prio, _ = l["priority"].(string)
 			}
 			for _, c := range compiled {
-				if c.Group == name && c.Alert == r["name"] && c.Severity == sev {
+				if c.Group == name && c.Alert == r["name"] && c.Priority == prio {
 					amendRule(r, c)
 					break
 				}

@@ -3,6 +3,7 @@ package rulefile
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -64,10 +65,7 @@ func (f *File) Compile() (*rulefmt.RuleGroups, []Compiled) {
 			if ext.Warmup != nil {
 				w = *ext.Warmup
 			}
-			sev := r.Labels["severity"]
-			if sev == "" {
-				sev = g.Labels["severity"]
-			}
+			sev, _ := ruleSeverity(f.opts.Severities, r.Labels, g.Labels)
 			var prio string
 			r.Labels, prio = f.withPriority(r.Labels, sev)
 			c := Compiled{Group: g.Name, Alert: r.Alert, Severity: sev, Priority: prio, Line: ext.Line, Source: r.Expr, Instances: ext.Instances, Warmup: w}
@@ -124,7 +122,7 @@ func (f *File) Compile() (*rulefmt.RuleGroups, []Compiled) {
 // label that routing reads, from its severity through the severity map,
 // unless the rule sets one; and that priority.
 func (f *File) withPriority(ls map[string]string, sev string) (map[string]string, string) {
-	if p, ok := ls[config.PriorityLabel]; ok {
+	if p, ok := ls[config.PriorityLabel]; ok && (!f.opts.Severities.ReadsPriority() || slices.Contains(config.Priorities, p)) {
 		return ls, p
 	}
 	p, ok := f.opts.Severities.Priority(sev)

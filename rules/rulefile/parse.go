@@ -43,6 +43,18 @@ func PackOptions() Options {
 	return Options{Severities: config.AlertingConfig{}.Severities(), Warmup: DefaultWarmup}
 }
 
+// ruleSeverity is the severity of an alerting rule: the first of the
+// severity labels its labels or, failing them, its group's have.
+func ruleSeverity(s config.Severities, rule, group map[string]string) (string, bool) {
+	return s.Of(func(l string) (string, bool) {
+		if v, ok := rule[l]; ok {
+			return v, true
+		}
+		v, ok := group[l]
+		return v, ok
+	})
+}
+
 // Error is an error in a rule file at a line (1-based; 0 when unknown).
 type Error struct {
 	Line int
@@ -328,11 +340,8 @@ func (f *File) validate(root *yaml.Node, p parser.Parser) []error {
 				}
 				continue
 			}
-			sev, ok := r.Labels["severity"]
-			if !ok {
-				sev, ok = g.Labels["severity"]
-			}
 			sevs := f.opts.Severities
+			sev, ok := ruleSeverity(sevs, r.Labels, g.Labels)
 			prio, known := sevs.Priority(sev)
 			switch {
 			case !ok:
@@ -340,7 +349,7 @@ func (f *File) validate(root *yaml.Node, p parser.Parser) []error {
 			case !known:
 				errorf(line("labels"), "%s: severity %q is not in alerting.severity_map; want one of %s", where, sev, strings.Join(sevs.Known(), ", "))
 			}
-			if p, set := r.Labels[config.PriorityLabel]; set {
+			if p, set := r.Labels[config.PriorityLabel]; set && (!sevs.ReadsPriority() || slices.Contains(Severities, p)) {
 				if !slices.Contains(Severities, p) {
 					errorf(line("labels"), "%s: priority %q: want P0, P1 or P2", where, p)
 				}

@@ -202,3 +202,43 @@ func mustParse(t *testing.T, src []byte) *File {
 	require.Empty(t, errs)
 	return f
 }
+
+// TestSeverityLabels: with alerting.severity_labels the map reads other
+// labels too, the first one present: level for rule sets that write it,
+// priority for those that write priority: high.
+func TestSeverityLabels(t *testing.T) {
+	src := []byte(`groups:
+  - name: g
+    labels: {level: warning}
+    rules:
+      - alert: Level
+        expr: a > 0
+        labels: {level: critical}
+      - alert: GroupLevel
+        expr: b > 0
+      - alert: Both
+        expr: c > 0
+        labels: {severity: info, level: critical}
+  - name: h
+    rules:
+      - alert: Priority
+        expr: d > 0
+        labels: {priority: high}
+`)
+	sevs := config.AlertingConfig{SeverityMap: map[string]string{"high": "P0"}, SeverityLabels: []string{"severity", "level", "priority"}}.Severities()
+	f, errs := ParseWith(src, Options{Severities: sevs})
+	require.Empty(t, errs)
+	require.Empty(t, f.Warnings)
+	rgs, info := f.Compile()
+	var got []string
+	rules := append(rgs.Groups[0].Rules, rgs.Groups[1].Rules...)
+	for i, c := range info {
+		got = append(got, c.Alert+" "+c.Severity+" "+c.Priority+" "+rules[i].Labels["priority"])
+	}
+	require.Equal(t, []string{"Level critical P0 P0", "GroupLevel warning P1 P1", "Both info P2 P2", "Priority high P0 P0"}, got)
+
+	// Without it, level is just a label, and priority must be a priority.
+	_, errs = ParseWith(src, PackOptions())
+	require.Len(t, errs, 1)
+	require.ErrorContains(t, errs[0], `"Priority": priority "high": want P0, P1 or P2`)
+}
