@@ -397,12 +397,18 @@ type WebhookConfig struct {
 	URL            commoncfg.Secret `yaml:"url"`
 	// MaxAlerts caps the alerts in one payload (0: all), as in Alertmanager.
 	MaxAlerts uint64 `yaml:"max_alerts,omitempty"`
+	// Other holds Alertmanager's keys the appliance does not use
+	// (url_file, timeout): ignored, with a note.
+	Other map[string]any `yaml:",inline"`
 }
 
 // UnmarshalYAML implements yaml.Unmarshaler.
 func (c *WebhookConfig) UnmarshalYAML(unmarshal func(any) error) error {
 	type plain WebhookConfig
 	if err := unmarshal((*plain)(c)); err != nil {
+		return err
+	}
+	if err := checkOther(c.Other, amWebhookKeys); err != nil {
 		return err
 	}
 	return checkSecretURL("webhook_configs url", c.URL)
@@ -414,12 +420,23 @@ type SlackConfig struct {
 	APIURL         commoncfg.Secret `yaml:"api_url"`
 	Channel        string           `yaml:"channel,omitempty"`
 	Username       string           `yaml:"username,omitempty"`
+	// Title and Text are Alertmanager's: templates of the message's title
+	// and text for this integration (over the alerting.templates files),
+	// instead of the appliance's.
+	Title string `yaml:"title,omitempty"`
+	Text  string `yaml:"text,omitempty"`
+	// Other holds Alertmanager's Slack keys the appliance does not use
+	// (color, icon_emoji, fields, actions, ...): ignored, with a note.
+	Other map[string]any `yaml:",inline"`
 }
 
 // UnmarshalYAML implements yaml.Unmarshaler.
 func (c *SlackConfig) UnmarshalYAML(unmarshal func(any) error) error {
 	type plain SlackConfig
 	if err := unmarshal((*plain)(c)); err != nil {
+		return err
+	}
+	if err := checkOther(c.Other, amSlackKeys); err != nil {
 		return err
 	}
 	if c.APIURL == "" {
@@ -492,12 +509,21 @@ type EmailConfig struct {
 	Headers        map[string]string   `yaml:"headers,omitempty"`
 	RequireTLS     *bool               `yaml:"require_tls,omitempty"`
 	TLSConfig      commoncfg.TLSConfig `yaml:"tls_config,omitempty"`
+	// Text is Alertmanager's: a template of the plain-text body for this
+	// integration (over the alerting.templates files).
+	Text string `yaml:"text,omitempty"`
+	// Other holds Alertmanager's email keys the appliance does not use
+	// (html, ...): ignored, with a note.
+	Other map[string]any `yaml:",inline"`
 }
 
 // UnmarshalYAML implements yaml.Unmarshaler.
 func (c *EmailConfig) UnmarshalYAML(unmarshal func(any) error) error {
 	type plain EmailConfig
 	if err := unmarshal((*plain)(c)); err != nil {
+		return err
+	}
+	if err := checkOther(c.Other, amEmailKeys); err != nil {
 		return err
 	}
 	if c.To == "" {

@@ -116,6 +116,24 @@ func matchMap(eq, re map[string]string) (Matchers, error) {
 	return out, nil
 }
 
+// Alertmanager's keys of the integrations that the appliance accepts and
+// does not use; any other unknown key is an error.
+var (
+	amWebhookKeys = []string{"url_file", "timeout"}
+	amSlackKeys   = []string{"api_url_file", "color", "title_link", "pretext", "fields", "short_fields", "footer", "fallback", "callback_id", "icon_emoji", "icon_url", "image_url", "thumb_url", "link_names", "mrkdwn_in", "actions", "update_message", "app_token", "app_token_file", "app_url", "message_text", "timeout"}
+	amEmailKeys   = []string{"html", "auth_password_file", "threading", "force_implicit_tls"}
+)
+
+// checkOther refuses the keys of other that are not Alertmanager's.
+func checkOther(other map[string]any, known []string) error {
+	for _, k := range slices.Sorted(maps.Keys(other)) {
+		if !slices.Contains(known, k) {
+			return fmt.Errorf("unknown field %q", k)
+		}
+	}
+	return nil
+}
+
 // unsupportedIntegrations names the integrations of Alertmanager the
 // appliance does not have; a receiver may list them and they are ignored
 // with a note.
@@ -148,7 +166,16 @@ func (c *AlertingConfig) applyGlobal() ([]string, error) {
 			}
 			notes = append(notes, fmt.Sprintf("receiver %q: %s is not supported by the appliance and is ignored", r.Name, k))
 		}
+		ignored := func(typ string, other map[string]any) {
+			if len(other) > 0 {
+				notes = append(notes, fmt.Sprintf("receiver %q: %s keys %s are ignored", r.Name, typ, strings.Join(slices.Sorted(maps.Keys(other)), ", ")))
+			}
+		}
+		for _, x := range r.WebhookConfigs {
+			ignored("webhook_configs", x.Other)
+		}
 		for _, x := range r.SlackConfigs {
+			ignored("slack_configs", x.Other)
 			if x.APIURL == "" {
 				x.APIURL = g.SlackAPIURL
 			}
@@ -157,6 +184,7 @@ func (c *AlertingConfig) applyGlobal() ([]string, error) {
 			}
 		}
 		for _, x := range r.EmailConfigs {
+			ignored("email_configs", x.Other)
 			x.From = cmpOr(x.From, g.SMTPFrom)
 			x.Smarthost = cmpOr(x.Smarthost, g.SMTPSmarthost)
 			x.Hello = cmpOr(x.Hello, g.SMTPHello)

@@ -120,6 +120,9 @@ alerting:
             tls_config: {insecure_skip_verify: true}
       slack_configs:
         - channel: '#alerts'
+          title: '{{ template "lab.title" . }}'
+          color: '{{ if eq .Status "firing" }}danger{{ else }}good{{ end }}'
+          icon_emoji: ':fire:'
     - name: mail
       email_configs:
         - to: ops@example.org
@@ -143,6 +146,7 @@ alerting:
 	require.False(t, ir.TargetMatchers.Matches(model.LabelSet{"severity": "critical"}))
 	team := a.Receiver("team")
 	require.Equal(t, "https://hooks.slack.com/services/T/B/X", string(team.SlackConfigs[0].APIURL), "slack_api_url from global")
+	require.Equal(t, `{{ template "lab.title" . }}`, team.SlackConfigs[0].Title)
 	wh := team.WebhookConfigs[0].HTTPConfig
 	require.Equal(t, "tok", string(wh.Authorization.Credentials), "bearer_token is an authorization")
 	require.True(t, wh.TLSConfig.InsecureSkipVerify)
@@ -158,6 +162,7 @@ alerting:
 	require.Equal(t, []string{
 		"warning: alerting.global.opsgenie_api_url is ignored: the appliance has no integration that uses it",
 		"warning: alerting.global.resolve_timeout 2m is mapped: alerts posted without an end resolve after it",
+		`warning: receiver "team": slack_configs keys color, icon_emoji are ignored`,
 		`warning: receiver "pd": pagerduty_configs is not supported by the appliance and is ignored`,
 		"warning: alerting.templates: 1 template file pattern(s) are read; their templates may be called from alerting.templates title and text",
 	}, ws)

@@ -215,6 +215,7 @@ prometheus_rule_evaluation_failures_total{rule_group="/etc/prometheus/rules.yml;
 		"warning: runtime is accepted and ignored",
 		"warning: alerting.global.wechat_api_url is ignored",
 		`warning: receiver "pager": pagerduty_configs is not supported by the appliance and is ignored`,
+		`warning: receiver "slack": slack_configs keys color are ignored`,
 		"warning: alerting.alertmanagers: the firing alerts of the rules are also sent to 1 Alertmanager config(s)",
 	} {
 		require.Contains(t, string(out), want)

@@ -114,6 +114,9 @@ type integration struct {
 	name     string // receiver/type/index
 	receiver string
 	message.Notifier
+	// templates, when set, render this integration's messages instead of
+	// the section's (Alertmanager's per-integration title and text).
+	templates *message.Templates
 }
 
 // aggGroup is an aggregation group: the alerts of one route with the same
@@ -559,7 +562,11 @@ func (n *Notifier) commit(plans []*flushPlan, now time.Time) error {
 				}
 			}
 			m := n.newMessage(message.KindAlerts, p.receiver, p.amKey, p.labels, as, in.name, now)
-			if err := p.templates.Render(m); err != nil {
+			t := p.templates
+			if in.templates != nil {
+				t = in.templates
+			}
+			if err := t.Render(m); err != nil {
 				errs = append(errs, err)
 				failed = true
 				break

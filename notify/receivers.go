@@ -42,6 +42,13 @@ func buildReceivers(c config.AlertingConfig, client *http.Client, now func() tim
 				return nil, fmt.Errorf("receiver %q slack_configs[%d]: %w", r.Name, i, err)
 			}
 			add("slack", i, slack.New(x, cl))
+			if x.Title != "" || x.Text != "" {
+				t, err := message.ParseTemplateFiles(x.Title, x.Text, c.Templates.Files)
+				if err != nil {
+					return nil, fmt.Errorf("receiver %q slack_configs[%d]: %w", r.Name, i, err)
+				}
+				ints[len(ints)-1].templates = t
+			}
 		}
 		for i, x := range r.DingTalkConfigs {
 			cl, err := integrationClient(x.NotifierConfig, client)
@@ -66,6 +73,13 @@ func buildReceivers(c config.AlertingConfig, client *http.Client, now func() tim
 		}
 		for i, x := range r.EmailConfigs {
 			add("email", i, email.New(x, now))
+			if x.Text != "" {
+				t, err := message.ParseTemplateFiles(c.Templates.Title, x.Text, c.Templates.Files)
+				if err != nil {
+					return nil, fmt.Errorf("receiver %q email_configs[%d]: %w", r.Name, i, err)
+				}
+				ints[len(ints)-1].templates = t
+			}
 		}
 		for typ, xs := range map[string][]*config.HTTPGatewayConfig{"sms": r.SMSConfigs, "voice": r.VoiceConfigs} {
 			for i, x := range xs {
