@@ -12,6 +12,7 @@ import (
 	commoncfg "github.com/prometheus/common/config"
 	"github.com/prometheus/common/model"
 	promconfig "github.com/prometheus/prometheus/config"
+	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/relabel"
 )
 
@@ -57,7 +58,14 @@ type AlertingConfig struct {
 	AlertRelabelConfigs []*relabel.Config                `yaml:"alert_relabel_configs,omitempty"`
 
 	notes []string // what is mapped and ignored, for `appliance check`
+	// external is global.external_labels, which Prometheus adds to the
+	// alerts it sends to alerting.alertmanagers (ExternalLabels).
+	external labels.Labels
 }
+
+// ExternalLabels returns global.external_labels of the file the section
+// was loaded from.
+func (c AlertingConfig) ExternalLabels() labels.Labels { return c.external }
 
 // MessageTemplates are Go text/template for the title and the text of
 // every alert notification (notify/message.Data is what they see); empty

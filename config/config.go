@@ -301,6 +301,7 @@ func (l *loader) load(data []byte) *Config {
 	if scrapeNode != nil {
 		cfg.ScrapeConfigs, cfg.scrapeNodes = l.decodeScrapeConfigs("scrape_configs", scrapeNode, cfg.Global, globalOK, map[string]string{})
 	}
+	cfg.Alerting.external = cfg.Global.ExternalLabels
 	for _, n := range cfg.topNotes() {
 		// The line of the section the note is about.
 		sec, _, _ := strings.Cut(n, " ")

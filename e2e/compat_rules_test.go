@@ -349,3 +349,113 @@ func copyTree(t *testing.T, src, dst string) {
 		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
 	}))
 }
+
+// alertmanagerBin returns the path of Alertmanager amtoolVersion, built
+// from the Go module proxy into the user cache on first use (or taking
+// $ALERTMANAGER). Without it the test fails when CI=true, and is skipped
+// elsewhere.
+func alertmanagerBin(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("ALERTMANAGER"); p != "" {
+		return p
+	}
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		cache = os.TempDir()
+	}
+	dir := filepath.Join(cache, "appliance-e2e", "alertmanager-"+amtoolVersion)
+	bin := filepath.Join(dir, "alertmanager")
+	if _, err := os.Stat(bin); err == nil {
+		return bin
+	}
+	cmd := exec.Command("go", "install", "github.com/prometheus/alertmanager/cmd/alertmanager@"+amtoolVersion)
+	cmd.Dir = t.TempDir()
+	cmd.Env = append(os.Environ(), "GOBIN="+dir, "GOFLAGS=")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		msg := fmt.Sprintf("cannot build alertmanager %s (go install from the module proxy): %v\n%s", amtoolVersion, err, out)
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	return bin
+}
+
+// TestForwardToRealAlertmanager: a real Alertmanager v0.28.1 named in
+// alerting.alertmanagers takes the rules' alerts the appliance sends it
+// and notifies its own webhook receiver with them.
+func TestForwardToRealAlertmanager(t *testing.T) {
+	amBin := alertmanagerBin(t)
+	hook := newCompatSink(t, "/am-hook")
+	dir := t.TempDir()
+	amCfg := filepath.Join(dir, "alertmanager.yml")
+	require.NoError(t, os.WriteFile(amCfg, []byte(`route:
+  receiver: hook
+  group_by: [alertname]
+  group_wait: 1s
+  group_interval: 1s
+receivers:
+  - name: hook
+    webhook_configs:
+      - url: `+hook.srv.URL+`/am-hook
+`), 0o644))
+	amAddr := freeAddr(t)
+	am := exec.Command(amBin, "--config.file="+amCfg, "--storage.path="+filepath.Join(dir, "am-data"),
+		"--web.listen-address="+amAddr, "--cluster.listen-address=", "--web.route-prefix=/am")
+	var amOut strings.Builder
+	am.Stdout, am.Stderr = &amOut, &amOut
+	require.NoError(t, am.Start())
+	amDone := make(chan struct{})
+	go func() { _ = am.Wait(); close(amDone) }()
+	t.Cleanup(func() {
+		_ = am.Process.Kill()
+		<-amDone
+		if t.Failed() {
+			t.Logf("alertmanager output:\n%s", amOut.String())
+		}
+	})
+	eventually(t, 60*time.Second, "alertmanager ready", func() bool {
+		resp, err := http.Get("http://" + amAddr + "/am/-/ready")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+
+	rules := filepath.Join(dir, "always.rules.yml")
+	require.NoError(t, os.WriteFile(rules, []byte(`groups:
+  - name: always
+    rules:
+      - alert: AlwaysFiring
+        expr: vector(1) > 0
+        labels: {severity: warning}
+        annotations: {summary: "forwarded"}
+`), 0o644))
+	p := start(t, writeConfig(t, dir, `global: {evaluation_interval: 1s}
+rule_files: [always.rules.yml]
+alerting:
+  alertmanagers:
+    - path_prefix: /am
+      static_configs:
+        - targets: ['`+amAddr+`']
+`), filepath.Join(dir, "data"))
+
+	eventually(t, 60*time.Second, "the alert notified by the real Alertmanager", func() bool {
+		_, got, _ := hook.snapshot()
+		for _, pl := range got {
+			for _, a := range pl.Alerts {
+				if a.Labels["alertname"] == "AlwaysFiring" && a.Status == "firing" {
+					return true
+				}
+			}
+		}
+		return false
+	})
+	_, got, _ := hook.snapshot()
+	require.Equal(t, "hook", got[0].Receiver)
+	require.Equal(t, "warning", got[0].Alerts[0].Labels["severity"])
+	exit, _ := p.stop()
+	require.Equal(t, 0, exit)
+}

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"path"
+	"slices"
 	"sync"
 	"time"
 
@@ -39,6 +40,7 @@ type forwarder struct {
 	mu      sync.Mutex
 	targets []*fwdTarget
 	relabel []*relabel.Config
+	ext     labels.Labels
 	queue   []model.Alert
 	dropped int
 	wake    chan struct{}
@@ -80,11 +82,11 @@ func fwdTargets(ams []*promconfig.AlertmanagerConfig) ([]*fwdTarget, error) {
 	return out, nil
 }
 
-// apply switches to new targets.
-func (f *forwarder) apply(ts []*fwdTarget, rl []*relabel.Config) {
+// apply switches to new targets, alert relabeling and external labels.
+func (f *forwarder) apply(ts []*fwdTarget, rl []*relabel.Config, ext labels.Labels) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.targets, f.relabel = ts, rl
+	f.targets, f.relabel, f.ext = ts, rl, ext
 	if len(ts) == 0 {
 		f.queue = nil
 	}
@@ -118,7 +120,7 @@ func (f *forwarder) run(ctx context.Context) {
 		case <-f.wake:
 		}
 		f.mu.Lock()
-		batch, targets, rl, dropped := f.queue, f.targets, f.relabel, f.dropped
+		batch, targets, rl, ext, dropped := f.queue, f.targets, f.relabel, f.ext, f.dropped
 		f.queue, f.dropped = nil, 0
 		f.mu.Unlock()
 		if dropped > 0 {
@@ -130,7 +132,7 @@ func (f *forwarder) run(ctx context.Context) {
 		var wg sync.WaitGroup
 		for _, t := range targets {
 			wg.Go(func() {
-				if err := t.send(ctx, relabelAlerts(batch, append(rl, t.relabel...))); err != nil {
+				if err := t.send(ctx, relabelAlerts(batch, ext, append(slices.Clone(rl), t.relabel...))); err != nil {
 					f.logger.Warn("cannot send alerts to an Alertmanager of alerting.alertmanagers", "url", t.url, "alerts", len(batch), "err", err)
 				}
 			})
@@ -139,12 +141,18 @@ func (f *forwarder) run(ctx context.Context) {
 	}
 }
 
-// relabelAlerts applies alert relabeling; an alert whose labels are
-// dropped is not sent.
-func relabelAlerts(as []model.Alert, rl []*relabel.Config) []alertmanager.PostableAlert {
+// relabelAlerts adds the external labels an alert does not have, as
+// Prometheus does, then applies alert relabeling; an alert whose labels
+// are dropped is not sent.
+func relabelAlerts(as []model.Alert, ext labels.Labels, rl []*relabel.Config) []alertmanager.PostableAlert {
 	out := make([]alertmanager.PostableAlert, 0, len(as))
 	for _, a := range as {
 		ls := toMap(a.Labels)
+		ext.Range(func(l labels.Label) {
+			if _, ok := ls[l.Name]; !ok {
+				ls[l.Name] = l.Value
+			}
+		})
 		if len(rl) > 0 {
 			lb := labels.NewBuilder(labels.FromMap(ls))
 			if !relabel.ProcessBuilder(lb, rl...) || lb.Labels().IsEmpty() {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/labels"
 	"github.com/stretchr/testify/require"
 
 	"github.com/aiserve/appliance/config"
@@ -37,6 +38,8 @@ func TestForwardToAlertmanagers(t *testing.T) {
 	}))
 	defer am.Close()
 	cfg, err := config.Load([]byte(`
+global:
+  external_labels: {monitor: lab, severity: none}
 alerting:
   alert_relabel_configs:
     - action: labeldrop
@@ -58,7 +61,7 @@ alerting:
 	require.Equal(t, am.URL+"/eu/api/v2/alerts", ts[0].url)
 
 	f := newForwarder(slog.New(slog.DiscardHandler))
-	f.apply(ts, cfg.Alerting.AlertRelabelConfigs)
+	f.apply(ts, cfg.Alerting.AlertRelabelConfigs, cfg.Alerting.ExternalLabels())
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); f.run(ctx) }()
@@ -74,13 +77,13 @@ alerting:
 	require.Equal(t, "prom", r.user)
 	require.Equal(t, "pw", r.pass)
 	require.Equal(t, []map[string]any{{
-		"labels":      map[string]any{"alertname": "HostDown", "severity": "critical"},
+		"labels":      map[string]any{"alertname": "HostDown", "severity": "critical", "monitor": "lab"},
 		"annotations": map[string]any{"summary": "down"},
 		"startsAt":    "2026-03-02T10:00:00Z", "endsAt": "2026-03-02T10:01:00Z",
 	}}, r.alerts)
 
 	// No Alertmanagers: nothing is queued.
-	f.apply(nil, nil)
+	f.apply(nil, nil, labels.EmptyLabels())
 	f.enqueue([]model.Alert{{Labels: model.LabelSet{"alertname": "X"}}})
 	f.mu.Lock()
 	require.Empty(t, f.queue)

@@ -243,7 +243,7 @@ func (n *Notifier) Apply(p *Prepared) error {
 	n.intervener = p.intervener
 	n.severities = p.severities
 	n.resolve = p.cfg.ResolveTimeout()
-	n.fwd.apply(p.fwd, p.cfg.AlertRelabelConfigs)
+	n.fwd.apply(p.fwd, p.cfg.AlertRelabelConfigs, p.cfg.ExternalLabels())
 	now := n.now()
 	if err := n.scheduleDigest(now, p.loc); err != nil {
 		return err
