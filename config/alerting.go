@@ -75,10 +75,12 @@ func (c AlertingConfig) ExternalLabels() labels.Labels { return c.external }
 type MessageTemplates struct {
 	Title string `yaml:"title,omitempty"`
 	Text  string `yaml:"text,omitempty"`
-	// Files are Alertmanager's templates: a list of template file globs
-	// (alerting.templates written as a list), relative to the config
-	// file. Their named templates may be called from Title and Text.
-	Files []string `yaml:"-"`
+	// Files are Alertmanager's templates: template file globs, relative
+	// to the config file (alerting.templates written as a list, as in an
+	// alertmanager.yml, or the files key). Their named templates may be
+	// called from Title and Text and from the title and text of
+	// slack_configs and email_configs.
+	Files []string `yaml:"files,omitempty"`
 }
 
 // DigestConfig is alerting.digest: when and to whom the daily digest of P2

@@ -215,7 +215,7 @@ func (c *AlertingConfig) applyGlobal() ([]string, error) {
 		}
 	}
 	if len(c.Templates.Files) > 0 {
-		notes = append(notes, fmt.Sprintf("alerting.templates: %d template file pattern(s) are read; their templates may be called from alerting.templates title and text", len(c.Templates.Files)))
+		notes = append(notes, fmt.Sprintf("alerting.templates: %d template file pattern(s) are read; their templates may be called from the title and text of slack_configs, the text of email_configs, and alerting.templates title and text (with templates: {files: [...], title: ..., text: ...})", len(c.Templates.Files)))
 	}
 	if len(c.Alertmanagers) > 0 {
 		notes = append(notes, fmt.Sprintf("alerting.alertmanagers: the firing alerts of the rules are also sent to %d Alertmanager config(s), besides the appliance's own routing", len(c.Alertmanagers)))

@@ -164,7 +164,7 @@ alerting:
 		"warning: alerting.global.resolve_timeout 2m is mapped: alerts posted without an end resolve after it",
 		`warning: receiver "team": slack_configs keys color, icon_emoji are ignored`,
 		`warning: receiver "pd": pagerduty_configs is not supported by the appliance and is ignored`,
-		"warning: alerting.templates: 1 template file pattern(s) are read; their templates may be called from alerting.templates title and text",
+		"warning: alerting.templates: 1 template file pattern(s) are read; their templates may be called from the title and text of slack_configs, the text of email_configs, and alerting.templates title and text (with templates: {files: [...], title: ..., text: ...})",
 	}, ws)
 	require.NotContains(t, cfg.String(), "s3cr3t")
 
@@ -178,9 +178,10 @@ alerting:
 	require.ErrorContains(t, err, "email_configs: to and from are required")
 
 	// The appliance's own templates mapping still reads.
-	cfg, err = Load([]byte("alerting:\n  templates: {title: 'T {{ .Name }}'}\n"), "x.yml")
+	cfg, err = Load([]byte("alerting:\n  templates: {title: 'T {{ .Name }}', files: [t/*.tmpl]}\n"), "x.yml")
 	require.NoError(t, err)
 	require.Equal(t, "T {{ .Name }}", cfg.Alerting.Templates.Title)
+	require.Equal(t, []string{"t/*.tmpl"}, cfg.Alerting.Templates.Files)
 }
 
 func matchersString(m Matchers) string {

@@ -137,6 +137,9 @@ func stageErrors(cfg *config.Config) []error {
 	if _, err := message.ParseTemplates("", t.Text); err != nil {
 		errs = append(errs, cfg.ErrorAt(cfg.KeyLine("alerting", "templates", "text"), err.Error()))
 	}
+	if _, err := message.ParseTemplateFiles("", "", t.Files); err != nil {
+		errs = append(errs, cfg.ErrorAt(cfg.KeyLine("alerting", "templates"), err.Error()))
+	}
 	errs = append(errs, sloBoundErrors(cfg, "")...)
 	return errs
 }

@@ -127,3 +127,15 @@ func TestCheckRuleFileErrors(t *testing.T) {
 	require.Len(t, got, 1)
 	require.True(t, strings.HasPrefix(got[0], p+`:7: group "g", rule 1, "A": annotation "summary": template: __alert_A:1: unclosed action`), got[0])
 }
+
+// TestCheckTemplateFiles: a broken Alertmanager template file is an error
+// of `appliance check`, at the templates key.
+func TestCheckTemplateFiles(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "bad.tmpl"), []byte(`{{ define "x" }}{{ .Status `), 0o644))
+	cfg := filepath.Join(dir, "appliance.yml")
+	require.NoError(t, os.WriteFile(cfg, []byte("alerting:\n  templates: ['*.tmpl']\n"), 0o644))
+	errs := errorStrings(t, checkConfig(cfg))
+	require.Len(t, errs, 1)
+	require.Contains(t, errs[0], cfg+":2: template file "+filepath.Join(dir, "bad.tmpl"))
+}
