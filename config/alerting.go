@@ -11,6 +11,9 @@ import (
 	"github.com/prometheus/alertmanager/timeinterval"
 	commoncfg "github.com/prometheus/common/config"
 	"github.com/prometheus/common/model"
+	promconfig "github.com/prometheus/prometheus/config"
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/model/relabel"
 )
 
 // AlertingConfig is the alerting section: Alertmanager's route tree,
@@ -31,7 +34,38 @@ type AlertingConfig struct {
 	Outbox        OutboxConfig    `yaml:"outbox,omitempty"`
 	// Templates replace the default title and text of notifications.
 	Templates MessageTemplates `yaml:"templates,omitempty"`
+	// SeverityMap maps severity label values to the priority label
+	// (P0, P1, P2) that routing reads, over DefaultSeverityMap.
+	SeverityMap map[string]string `yaml:"severity_map,omitempty"`
+	// DefaultSeverity is the priority of rules and alerts without a
+	// severity label (default P1).
+	DefaultSeverity string `yaml:"default_severity,omitempty"`
+	// SeverityLabels are the labels whose value severity_map reads, the
+	// first one present (default [severity]); e.g. [severity, level] for
+	// rule sets that write level: critical, or priority for those that
+	// write priority: high.
+	SeverityLabels []string `yaml:"severity_labels,omitempty"`
+
+	// Global is an alertmanager.yml's global section: defaults of the
+	// receivers (smtp_*, slack_api_url, http_config) and resolve_timeout.
+	Global *AlertmanagerGlobal `yaml:"global,omitempty"`
+	// MuteTimeIntervals is Alertmanager's older name of time_intervals.
+	MuteTimeIntervals []*TimeInterval `yaml:"mute_time_intervals,omitempty"`
+	// Alertmanagers and AlertRelabelConfigs are prometheus.yml's: the
+	// firing alerts of the rules are also sent to these Alertmanagers,
+	// as Prometheus sends them.
+	Alertmanagers       []*promconfig.AlertmanagerConfig `yaml:"alertmanagers,omitempty"`
+	AlertRelabelConfigs []*relabel.Config                `yaml:"alert_relabel_configs,omitempty"`
+
+	notes []string // what is mapped and ignored, for `appliance check`
+	// external is global.external_labels, which Prometheus adds to the
+	// alerts it sends to alerting.alertmanagers (ExternalLabels).
+	external labels.Labels
 }
+
+// ExternalLabels returns global.external_labels of the file the section
+// was loaded from.
+func (c AlertingConfig) ExternalLabels() labels.Labels { return c.external }
 
 // MessageTemplates are Go text/template for the title and the text of
 // every alert notification (notify/message.Data is what they see); empty
@@ -41,6 +75,12 @@ type AlertingConfig struct {
 type MessageTemplates struct {
 	Title string `yaml:"title,omitempty"`
 	Text  string `yaml:"text,omitempty"`
+	// Files are Alertmanager's templates: template file globs, relative
+	// to the config file (alerting.templates written as a list, as in an
+	// alertmanager.yml, or the files key). Their named templates may be
+	// called from Title and Text and from the title and text of
+	// slack_configs and email_configs.
+	Files []string `yaml:"files,omitempty"`
 }
 
 // DigestConfig is alerting.digest: when and to whom the daily digest of P2
@@ -192,6 +232,10 @@ type Route struct {
 	ActiveTimeIntervals []string        `yaml:"active_time_intervals,omitempty"`
 	Digest              bool            `yaml:"digest,omitempty"`
 	Routes              []*Route        `yaml:"routes,omitempty"`
+	// Match and MatchRe are Alertmanager's deprecated matchers, added to
+	// Matchers when read.
+	Match   map[string]string `yaml:"match,omitempty"`
+	MatchRe map[string]string `yaml:"match_re,omitempty"`
 }
 
 // UnmarshalYAML implements yaml.Unmarshaler.
@@ -200,6 +244,12 @@ func (r *Route) UnmarshalYAML(unmarshal func(any) error) error {
 	if err := unmarshal((*plain)(r)); err != nil {
 		return err
 	}
+	m, err := matchMap(r.Match, r.MatchRe)
+	if err != nil {
+		return err
+	}
+	r.Matchers = append(r.Matchers, m...)
+	r.Match, r.MatchRe = nil, nil
 	seen := map[string]bool{}
 	for _, l := range r.GroupBy {
 		if l == "..." {
@@ -246,9 +296,9 @@ func DefaultRoute() *Route {
 		GroupInterval:  dur(5 * time.Minute),
 		RepeatInterval: dur(4 * time.Hour),
 		Routes: []*Route{
-			{Receiver: "pager", Matchers: mustMatchers(`severity="P0"`), GroupWait: dur(10 * time.Second), RepeatInterval: dur(30 * time.Minute)},
-			{Receiver: "chat", Matchers: mustMatchers(`severity="P1"`), GroupWait: dur(30 * time.Second), RepeatInterval: dur(4 * time.Hour)},
-			{Matchers: mustMatchers(`severity="P2"`), Digest: true},
+			{Receiver: "pager", Matchers: mustMatchers(`priority="P0"`), GroupWait: dur(10 * time.Second), RepeatInterval: dur(30 * time.Minute)},
+			{Receiver: "chat", Matchers: mustMatchers(`priority="P1"`), GroupWait: dur(30 * time.Second), RepeatInterval: dur(4 * time.Hour)},
+			{Matchers: mustMatchers(`priority="P2"`), Digest: true},
 		},
 	}
 }
@@ -257,8 +307,8 @@ func DefaultRoute() *Route {
 // job. Alertmanager treats a label missing on both sides as equal; the
 // job!="" matchers leave alerts without a job alone.
 func DefaultInhibitRules() []*InhibitRule {
-	src, _ := amlabels.ParseMatchers(`severity="P0",job!=""`)
-	tgt, _ := amlabels.ParseMatchers(`severity=~"P1|P2",job!=""`)
+	src, _ := amlabels.ParseMatchers(`priority="P0",job!=""`)
+	tgt, _ := amlabels.ParseMatchers(`priority=~"P1|P2",job!=""`)
 	return []*InhibitRule{{SourceMatchers: Matchers(src), TargetMatchers: Matchers(tgt), Equal: []string{"job"}}}
 }
 
@@ -268,6 +318,11 @@ type InhibitRule struct {
 	SourceMatchers Matchers `yaml:"source_matchers,omitempty"`
 	TargetMatchers Matchers `yaml:"target_matchers,omitempty"`
 	Equal          []string `yaml:"equal,omitempty"`
+	// Alertmanager's deprecated forms, added to the matchers when read.
+	SourceMatch   map[string]string `yaml:"source_match,omitempty"`
+	SourceMatchRe map[string]string `yaml:"source_match_re,omitempty"`
+	TargetMatch   map[string]string `yaml:"target_match,omitempty"`
+	TargetMatchRe map[string]string `yaml:"target_match_re,omitempty"`
 }
 
 // UnmarshalYAML implements yaml.Unmarshaler.
@@ -276,6 +331,17 @@ func (r *InhibitRule) UnmarshalYAML(unmarshal func(any) error) error {
 	if err := unmarshal((*plain)(r)); err != nil {
 		return err
 	}
+	src, err := matchMap(r.SourceMatch, r.SourceMatchRe)
+	if err != nil {
+		return err
+	}
+	tgt, err := matchMap(r.TargetMatch, r.TargetMatchRe)
+	if err != nil {
+		return err
+	}
+	r.SourceMatchers = append(r.SourceMatchers, src...)
+	r.TargetMatchers = append(r.TargetMatchers, tgt...)
+	r.SourceMatch, r.SourceMatchRe, r.TargetMatch, r.TargetMatchRe = nil, nil, nil, nil
 	for _, l := range r.Equal {
 		if !model.LabelName(l).IsValid() {
 			return fmt.Errorf("inhibit rule equal: invalid label name %q", l)
@@ -303,6 +369,9 @@ type Receiver struct {
 	SMSConfigs          []*HTTPGatewayConfig  `yaml:"sms_configs,omitempty"`
 	VoiceConfigs        []*HTTPGatewayConfig  `yaml:"voice_configs,omitempty"`
 	AlertmanagerConfigs []*AlertmanagerConfig `yaml:"alertmanager_configs,omitempty"`
+	// Other holds Alertmanager's integrations the appliance does not
+	// have (pagerduty_configs, ...): ignored, with a note.
+	Other map[string]any `yaml:",inline"`
 }
 
 // NotifierConfig is what every integration config shares.
@@ -310,6 +379,10 @@ type NotifierConfig struct {
 	// SendResolved also notifies when the alerts of a group resolve;
 	// default true, as for Alertmanager's webhook.
 	SendResolved *bool `yaml:"send_resolved,omitempty"`
+	// HTTPConfig is Alertmanager's http_config: TLS, proxy_url,
+	// basic_auth, authorization (bearer), oauth2 of the integration's
+	// requests; alerting.global.http_config when unset.
+	HTTPConfig *commoncfg.HTTPClientConfig `yaml:"http_config,omitempty"`
 }
 
 // Resolved reports whether resolved notifications are sent.
@@ -334,12 +407,18 @@ type WebhookConfig struct {
 	URL            commoncfg.Secret `yaml:"url"`
 	// MaxAlerts caps the alerts in one payload (0: all), as in Alertmanager.
 	MaxAlerts uint64 `yaml:"max_alerts,omitempty"`
+	// Other holds Alertmanager's keys the appliance does not use
+	// (url_file, timeout): ignored, with a note.
+	Other map[string]any `yaml:",inline"`
 }
 
 // UnmarshalYAML implements yaml.Unmarshaler.
 func (c *WebhookConfig) UnmarshalYAML(unmarshal func(any) error) error {
 	type plain WebhookConfig
 	if err := unmarshal((*plain)(c)); err != nil {
+		return err
+	}
+	if err := checkOther(c.Other, amWebhookKeys); err != nil {
 		return err
 	}
 	return checkSecretURL("webhook_configs url", c.URL)
@@ -351,6 +430,14 @@ type SlackConfig struct {
 	APIURL         commoncfg.Secret `yaml:"api_url"`
 	Channel        string           `yaml:"channel,omitempty"`
 	Username       string           `yaml:"username,omitempty"`
+	// Title and Text are Alertmanager's: templates of the message's title
+	// and text for this integration (over the alerting.templates files),
+	// instead of the appliance's.
+	Title string `yaml:"title,omitempty"`
+	Text  string `yaml:"text,omitempty"`
+	// Other holds Alertmanager's Slack keys the appliance does not use
+	// (color, icon_emoji, fields, actions, ...): ignored, with a note.
+	Other map[string]any `yaml:",inline"`
 }
 
 // UnmarshalYAML implements yaml.Unmarshaler.
@@ -358,6 +445,13 @@ func (c *SlackConfig) UnmarshalYAML(unmarshal func(any) error) error {
 	type plain SlackConfig
 	if err := unmarshal((*plain)(c)); err != nil {
 		return err
+	}
+	if err := checkOther(c.Other, amSlackKeys); err != nil {
+		return err
+	}
+	if c.APIURL == "" {
+		// alerting.global.slack_api_url may give it (applyGlobal).
+		return nil
 	}
 	return checkSecretURL("slack_configs api_url", c.APIURL)
 }
@@ -425,6 +519,12 @@ type EmailConfig struct {
 	Headers        map[string]string   `yaml:"headers,omitempty"`
 	RequireTLS     *bool               `yaml:"require_tls,omitempty"`
 	TLSConfig      commoncfg.TLSConfig `yaml:"tls_config,omitempty"`
+	// Text is Alertmanager's: a template of the plain-text body for this
+	// integration (over the alerting.templates files).
+	Text string `yaml:"text,omitempty"`
+	// Other holds Alertmanager's email keys the appliance does not use
+	// (html, ...): ignored, with a note.
+	Other map[string]any `yaml:",inline"`
 }
 
 // UnmarshalYAML implements yaml.Unmarshaler.
@@ -433,6 +533,18 @@ func (c *EmailConfig) UnmarshalYAML(unmarshal func(any) error) error {
 	if err := unmarshal((*plain)(c)); err != nil {
 		return err
 	}
+	if err := checkOther(c.Other, amEmailKeys); err != nil {
+		return err
+	}
+	if c.To == "" {
+		return fmt.Errorf("email_configs: to is required")
+	}
+	// from and smarthost may come from alerting.global (applyGlobal).
+	return nil
+}
+
+// check checks what alerting.global may fill.
+func (c *EmailConfig) check() error {
 	if c.To == "" || c.From == "" {
 		return fmt.Errorf("email_configs: to and from are required")
 	}
@@ -497,6 +609,13 @@ func (c *AlertingConfig) UnmarshalYAML(unmarshal func(any) error) error {
 	if err := unmarshal((*plain)(c)); err != nil {
 		return err
 	}
+	c.TimeIntervals = append(c.TimeIntervals, c.MuteTimeIntervals...)
+	c.MuteTimeIntervals = nil
+	notes, err := c.applyGlobal()
+	if err != nil {
+		return err
+	}
+	c.notes = notes
 	receivers := map[string]bool{}
 	for _, r := range c.Receivers {
 		if r == nil || r.Name == "" {
@@ -516,6 +635,9 @@ func (c *AlertingConfig) UnmarshalYAML(unmarshal func(any) error) error {
 			return fmt.Errorf("time interval %q is defined twice", ti.Name)
 		}
 		intervals[ti.Name] = true
+	}
+	if err := c.checkSeverities(); err != nil {
+		return err
 	}
 	if c.Route == nil {
 		c.Route = DefaultRoute()

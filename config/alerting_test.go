@@ -22,6 +22,7 @@ var alertingBadFiles = map[string][]string{
 	"unknown-interval.bad.yml":   {`testdata/alerting/unknown-interval.bad.yml:6: time interval "weekend" is not defined in time_intervals`},
 	"secret-url.bad.yml":         {`testdata/alerting/secret-url.bad.yml:4: dingtalk_configs webhook_url is not an absolute http or https URL (the value is not shown: it may hold a token)`},
 	"duplicate-receiver.bad.yml": {`testdata/alerting/duplicate-receiver.bad.yml:3: receiver "chat" is defined twice`},
+	"severity-map.bad.yml":       {`testdata/alerting/severity-map.bad.yml:4: severity_map "sev1": "urgent" is not a priority; want P0, P1 or P2`},
 	"bad-time.bad.yml":           {`testdata/alerting/bad-time.bad.yml:5: couldn't parse timestamp 25:00, invalid format`},
 }
 
@@ -93,9 +94,9 @@ func TestAlertingDefaults(t *testing.T) {
 	require.True(t, p2.Digest)
 	require.Len(t, a.InhibitRules, 1)
 	ir := a.InhibitRules[0]
-	require.True(t, ir.SourceMatchers.Matches(model.LabelSet{"severity": "P0", "job": "vllm"}))
-	require.False(t, ir.SourceMatchers.Matches(model.LabelSet{"severity": "P0"}), "alerts without job are left alone")
-	require.True(t, ir.TargetMatchers.Matches(model.LabelSet{"severity": "P2", "job": "vllm"}))
+	require.True(t, ir.SourceMatchers.Matches(model.LabelSet{"priority": "P0", "job": "vllm"}))
+	require.False(t, ir.SourceMatchers.Matches(model.LabelSet{"priority": "P0"}), "alerts without job are left alone")
+	require.True(t, ir.TargetMatchers.Matches(model.LabelSet{"priority": "P2", "job": "vllm"}))
 	require.Equal(t, []string{"job"}, ir.Equal)
 	require.Equal(t, []string{"chat"}, a.Digest.DigestReceivers())
 	require.Equal(t, "09:00", a.Digest.At)
@@ -104,5 +105,23 @@ func TestAlertingDefaults(t *testing.T) {
 	r := AlertingConfig{}.Resolved()
 	require.Len(t, r.Route.Routes, 3)
 	require.Equal(t, DefaultOutboxConfig, r.Outbox)
-	require.True(t, strings.HasPrefix(DefaultRoute().Routes[2].Matchers[0].String(), "severity="))
+	require.True(t, strings.HasPrefix(DefaultRoute().Routes[2].Matchers[0].String(), "priority="))
+}
+
+func TestSeverityMap(t *testing.T) {
+	cfg, err := Load([]byte("alerting:\n  severity_map: {sev1: P0, warning: P2}\n  default_severity: P2\nrules: {warmup: 2m}\n"), "s.yml")
+	require.NoError(t, err)
+	s := cfg.Alerting.Severities()
+	for sev, want := range map[string]string{"sev1": "P0", "warning": "P2", "critical": "P0", "Critical": "P0", "info": "P2", "P1": "P1", "": "P2"} {
+		got, ok := s.Priority(sev)
+		require.True(t, ok, sev)
+		require.Equal(t, want, got, sev)
+	}
+	_, ok := s.Priority("sev9")
+	require.False(t, ok)
+	require.Equal(t, model.Duration(2*time.Minute), cfg.Rules.Warmup)
+	d, _ := AlertingConfig{}.Severities().Priority("")
+	require.Equal(t, "P1", d, "default_severity defaults to P1")
+	_, err = Load([]byte("alerting: {default_severity: high}\n"), "d.yml")
+	require.ErrorContains(t, err, `d.yml:1: default_severity "high": want P0, P1 or P2`)
 }

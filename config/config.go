@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strings"
 	"time"
 
 	commoncfg "github.com/prometheus/common/config"
@@ -41,7 +42,7 @@ var DefaultGlobalConfig = func() promconfig.GlobalConfig {
 var unsupportedSections = []string{"remote_write"}
 
 // sections are the keys the top level accepts, for suggestions.
-var sections = []string{"global", "storage", "query", "scrape_configs", "scrape_config_files", "rule_files", "rule_packs", "web", "alerting", "probes", "slos", "reports", "collectors", "autodetect", "ui"}
+var sections = []string{"global", "storage", "query", "scrape_configs", "scrape_config_files", "rule_files", "rule_packs", "rules", "web", "alerting", "probes", "slos", "reports", "collectors", "autodetect", "ui", "remote_read", "tracing", "otlp", "runtime"}
 
 // patRulePath is Prometheus' check of rule_files and scrape_config_files
 // patterns: a glob may only appear in the last path element.
@@ -57,6 +58,7 @@ type Config struct {
 	ScrapeConfigFiles []string                   `yaml:"scrape_config_files,omitempty"`
 	RuleFiles         []string                   `yaml:"rule_files,omitempty"`
 	RulePacks         []string                   `yaml:"rule_packs,omitempty"`
+	Rules             RulesConfig                `yaml:"rules,omitempty"`
 	Web               WebConfig                  `yaml:"web"`
 	Alerting          AlertingConfig             `yaml:"alerting,omitempty"`
 	Probes            []*ProbeConfig             `yaml:"probes,omitempty"`
@@ -65,6 +67,14 @@ type Config struct {
 	UI                UIConfig                   `yaml:"ui,omitempty"`
 	SLOs              []*SLOConfig               `yaml:"slos,omitempty"`
 	Reports           ReportsConfig              `yaml:"reports,omitempty"`
+	// RemoteRead, Tracing, OTLP and Runtime are prometheus.yml's sections
+	// the appliance reads and does not act on (see Warnings).
+	RemoteRead RemoteReadConfigs         `yaml:"remote_read,omitempty"`
+	Tracing    *promconfig.TracingConfig `yaml:"tracing,omitempty"`
+	OTLP       *promconfig.OTLPConfig    `yaml:"otlp,omitempty"`
+	Runtime    *promconfig.RuntimeConfig `yaml:"runtime,omitempty"`
+
+	warnings []*Error // what is mapped or ignored (Warnings)
 
 	file string // as given to Load; "" for the embedded default
 	raw  []byte // the file as read
@@ -144,6 +154,26 @@ type loader struct {
 	errs []error
 }
 
+// warn adds notes on what the file has that is mapped or ignored.
+func (l *loader) warn(cfg *Config, line int, notes []string) {
+	for _, n := range notes {
+		cfg.warnings = append(cfg.warnings, &Error{File: l.file, Line: line, Msg: "warning: " + n})
+	}
+}
+
+// Warnings returns what the configuration has that the appliance maps
+// onto its own settings or ignores, "file:line: warning: ...", for
+// `appliance check` and the log at start. They are not errors.
+func (c *Config) Warnings() []*Error { return c.warnings }
+
+// nonNil returns p, or a new zero value when the section was empty.
+func nonNil[T any](p *T) *T {
+	if p == nil {
+		return new(T)
+	}
+	return p
+}
+
 func (l *loader) errorf(line int, format string, args ...any) {
 	l.errs = append(l.errs, &Error{File: l.file, Line: line, Msg: fmt.Sprintf(format, args...)})
 }
@@ -206,7 +236,20 @@ func (l *loader) load(data []byte) *Config {
 		case "global":
 			globalOK = l.decodeGlobal(v, &cfg.Global)
 		case "storage":
-			l.decode(v, &cfg.Storage)
+			if l.decode(v, &cfg.Storage) {
+				l.warn(cfg, k.Line, cfg.Storage.notes)
+			}
+		case "remote_read":
+			l.decode(v, &cfg.RemoteRead)
+		case "tracing":
+			l.decode(v, &cfg.Tracing)
+			cfg.Tracing = nonNil(cfg.Tracing)
+		case "otlp":
+			l.decode(v, &cfg.OTLP)
+			cfg.OTLP = nonNil(cfg.OTLP)
+		case "runtime":
+			l.decode(v, &cfg.Runtime)
+			cfg.Runtime = nonNil(cfg.Runtime)
 		case "query":
 			l.decode(v, &cfg.Query)
 		case "web":
@@ -219,8 +262,12 @@ func (l *loader) load(data []byte) *Config {
 			cfg.RuleFiles, cfg.ruleFileLines = l.decodePaths(k.Value, v, "rule file")
 		case "rule_packs":
 			cfg.RulePacks, cfg.rulePackLines = l.decodeRulePacks(v)
+		case "rules":
+			l.decode(v, &cfg.Rules)
 		case "alerting":
-			l.decode(v, &cfg.Alerting)
+			if l.decode(v, &cfg.Alerting) {
+				l.warn(cfg, k.Line, cfg.Alerting.notes)
+			}
 		case "probes":
 			if l.decode(v, &cfg.Probes) {
 				l.checkProbes(v, cfg.Probes)
@@ -253,6 +300,13 @@ func (l *loader) load(data []byte) *Config {
 	// global the operator did not write would report false errors.
 	if scrapeNode != nil {
 		cfg.ScrapeConfigs, cfg.scrapeNodes = l.decodeScrapeConfigs("scrape_configs", scrapeNode, cfg.Global, globalOK, map[string]string{})
+	}
+	cfg.Alerting.external = cfg.Global.ExternalLabels
+	for _, n := range cfg.topNotes() {
+		// The line of the section the note is about.
+		sec, _, _ := strings.Cut(n, " ")
+		sec = strings.TrimSuffix(sec, ":")
+		l.warn(cfg, keyLine(root, sec), []string{n})
 	}
 	l.checkSLOReferences(root, cfg, reportsOK)
 	cfg.setDirectory(l.dir)
@@ -431,6 +485,20 @@ func (c *Config) setDirectory(dir string) {
 		c.Web.TLSServerConfig.setDirectory(dir)
 	}
 	c.UI.setDirectory(dir)
+	for i, f := range c.Alerting.Templates.Files {
+		c.Alerting.Templates.Files[i] = commoncfg.JoinDir(dir, f)
+	}
+	for _, am := range c.Alerting.Alertmanagers {
+		am.SetDirectory(dir)
+	}
+	for _, n := range c.Alerting.allNotifierConfigs() {
+		if n.HTTPConfig != nil {
+			n.HTTPConfig.SetDirectory(dir)
+		}
+	}
+	for _, r := range c.RemoteRead {
+		r.SetDirectory(dir)
+	}
 }
 
 // String returns the configuration as YAML with every secret (passwords,

@@ -3,6 +3,8 @@ package config
 import (
 	"time"
 
+	promconfig "github.com/prometheus/prometheus/config"
+
 	"github.com/prometheus/common/model"
 )
 
@@ -48,6 +50,8 @@ type StorageConfig struct {
 	// Exemplars is Prometheus' storage.exemplars: the in-memory ring of
 	// exemplars from scrapes and remote write.
 	Exemplars ExemplarsConfig `yaml:"exemplars"`
+
+	notes []string // what storage.tsdb maps and ignores, for `appliance check`
 }
 
 // ExemplarsConfig is Prometheus' storage.exemplars section.
@@ -83,9 +87,19 @@ func (c *StorageConfig) UnmarshalYAML(unmarshal func(any) error) error {
 		Exemplars    struct {
 			MaxExemplars *int64 `yaml:"max_exemplars"`
 		} `yaml:"exemplars"`
+		// TSDB is Prometheus' storage.tsdb, read for its retention.
+		TSDB *promconfig.TSDBConfig `yaml:"tsdb"`
 	}
 	if err := unmarshal(&in); err != nil {
 		return err
+	}
+	c.notes = nil
+	if t := in.TSDB; t != nil {
+		notes, raw := tsdbNotes(t)
+		if raw != nil && in.Retention.Raw == nil {
+			in.Retention.Raw = raw
+		}
+		defer func() { c.notes = notes }()
 	}
 	*c = DefaultStorageConfig
 	if in.Path != "" {

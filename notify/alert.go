@@ -25,13 +25,16 @@ type alert struct {
 func (a *alert) resolved(now time.Time) bool { return !a.EndsAt.IsZero() && !a.EndsAt.After(now) }
 
 func (a *alert) message(now time.Time) message.Alert {
-	st := "firing"
+	// As Alertmanager's dispatcher: a firing alert goes out without an
+	// end (the zero time), since the end the sender set is only when it
+	// would resolve if not sent again.
+	st, ends := "firing", time.Time{}
 	if a.resolved(now) {
-		st = "resolved"
+		st, ends = "resolved", a.EndsAt
 	}
 	return message.Alert{
 		Status: st, Labels: toMap(a.Labels), Annotations: toMap(a.Annotations),
-		StartsAt: a.StartsAt, EndsAt: a.EndsAt, GeneratorURL: a.GeneratorURL,
+		StartsAt: a.StartsAt, EndsAt: ends, GeneratorURL: a.GeneratorURL,
 		Fingerprint: a.Fingerprint().String(),
 	}
 }

@@ -175,6 +175,9 @@ func (n *Notifier) PostAlerts(in []model.Alert) error {
 	as := make([]model.Alert, 0, len(in))
 	var errs []string
 	now := n.now()
+	n.mu.RLock()
+	resolve := n.resolve
+	n.mu.RUnlock()
 	for i, a := range in {
 		// Alertmanager's defaults, before its validation.
 		if a.StartsAt.IsZero() {
@@ -184,7 +187,7 @@ func (n *Notifier) PostAlerts(in []model.Alert) error {
 			}
 		}
 		if a.EndsAt.IsZero() {
-			a.EndsAt = now.Add(resolveTimeout)
+			a.EndsAt = now.Add(resolve)
 		}
 		if err := a.Validate(); err != nil {
 			errs = append(errs, fmt.Sprintf("alert %d: %v", i, err))

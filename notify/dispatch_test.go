@@ -5,6 +5,7 @@ import (
 	"time"
 
 	amlabels "github.com/prometheus/alertmanager/pkg/labels"
+	"github.com/prometheus/common/model"
 	"github.com/stretchr/testify/require"
 
 	"github.com/aiserve/appliance/clock"
@@ -40,6 +41,10 @@ func TestGroupWaitIntervalRepeat(t *testing.T) {
 	require.Equal(t, []string{"Slow:firing"}, names(got[0].payload))
 	require.Equal(t, "4", got[0].payload.Version)
 	require.Equal(t, map[string]string{"alertname": "Slow"}, got[0].payload.GroupLabels)
+	// Alertmanager's payload: the root route's key is {}, and a firing
+	// alert goes out without the end its sender set.
+	require.Equal(t, `{}:{alertname="Slow"}`, got[0].payload.GroupKey)
+	require.True(t, got[0].payload.Alerts[0].EndsAt.IsZero(), "firing endsAt: %s", got[0].payload.Alerts[0].EndsAt)
 
 	// A second alert of the group waits for group_interval after the
 	// first flush, not group_wait.
@@ -183,7 +188,7 @@ func TestSilences(t *testing.T) {
 
 	// Expire it: the alert goes out at the next group_interval flush.
 	require.NoError(t, e.n.ExpireSilence(id))
-	require.ErrorIs(t, e.n.ExpireSilence(id), ErrSilenceInvalid)
+	require.NoError(t, e.n.ExpireSilence(id), "expiring an expired silence is idempotent")
 	require.ErrorIs(t, e.n.ExpireSilence("nope"), ErrSilenceNotFound)
 	e.advance(5*time.Minute, 10*time.Second)
 	got := h.all()
@@ -275,4 +280,45 @@ alerting:
 	hist, err := e.n.History(1)
 	require.NoError(t, err)
 	require.Equal(t, "Slow is firing on vllm", hist[0].Title)
+}
+
+// TestSeverityMapRouting: the default routes read the priority that
+// alerting.severity_map gives the severity label, so the severities of
+// public rule sets route like P0/P1/P2, and an alert without a severity
+// routes as default_severity.
+func TestSeverityMapRouting(t *testing.T) {
+	clock := clock.NewFake(t0)
+	pager, chat := newHook(t, clock), newHook(t, clock)
+	cfg := loadAlerting(t, `
+alerting:
+  severity_map: {sev1: P0}
+  severity_labels: [severity, level]
+  receivers:
+    - name: pager
+      webhook_configs: [{url: "{{HOOK:pager}}"}]
+    - name: chat
+      webhook_configs: [{url: "{{HOOK:chat}}"}]
+`, map[string]*hook{"pager": pager, "chat": chat})
+	e := newEnv(t, clock, cfg)
+	far := t0.Add(10 * time.Hour)
+	e.fire(far, "alertname", "HostDown", "severity", "critical")
+	e.fire(far, "alertname", "Custom", "severity", "sev1")
+	e.fire(far, "alertname", "Disk", "severity", "warning")
+	e.fire(far, "alertname", "Bare")
+	e.fire(far, "alertname", "Note", "severity", "info")
+	e.fire(far, "alertname", "Leveled", "level", "critical")
+	// As an external Prometheus or vmalert posts to /api/v2/alerts.
+	require.NoError(t, e.n.PostAlerts([]model.Alert{{Labels: model.LabelSet{"alertname": "VMAlertDown", "severity": "critical"}}}))
+	e.advance(30*time.Second, time.Second)
+	got := func(h *hook) []string {
+		var out []string
+		for _, r := range h.all() {
+			for _, a := range r.payload.Alerts {
+				out = append(out, a.Labels["alertname"]+"/"+a.Labels["severity"]+"/"+a.Labels["priority"])
+			}
+		}
+		return out
+	}
+	require.ElementsMatch(t, []string{"HostDown/critical/P0", "Custom/sev1/P0", "VMAlertDown/critical/P0", "Leveled//P0"}, got(pager))
+	require.ElementsMatch(t, []string{"Disk/warning/P1", "Bare//P1"}, got(chat), "info goes to the digest")
 }

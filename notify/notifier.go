@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -82,8 +83,14 @@ type Notifier struct {
 	intervener *timeinterval.Intervener
 	receivers  map[string][]*integration
 	templates  *message.Templates
-	alerts     map[model.Fingerprint]*alert
-	groups     map[string]*aggGroup
+	severities config.Severities
+	// resolve is alerting.global.resolve_timeout.
+	resolve time.Duration
+	// fwd forwards the rules' alerts to alerting.alertmanagers; it has
+	// its own lock.
+	fwd    *forwarder
+	alerts map[model.Fingerprint]*alert
+	groups map[string]*aggGroup
 	// sil has its own lock.
 	sil    *silences
 	warned map[string]bool
@@ -107,6 +114,9 @@ type integration struct {
 	name     string // receiver/type/index
 	receiver string
 	message.Notifier
+	// templates, when set, render this integration's messages instead of
+	// the section's (Alertmanager's per-integration title and text).
+	templates *message.Templates
 }
 
 // aggGroup is an aggregation group: the alerts of one route with the same
@@ -160,6 +170,7 @@ func New(opts Options) (*Notifier, error) {
 		return nil, fmt.Errorf("load silences: %w", err)
 	}
 	n.m = newMetrics(opts.Registerer)
+	n.fwd = newForwarder(opts.Logger)
 	if err := n.ApplyConfig(opts.Config); err != nil {
 		return nil, err
 	}
@@ -185,6 +196,8 @@ type Prepared struct {
 	templates  *message.Templates
 	intervener *timeinterval.Intervener
 	loc        *time.Location
+	severities config.Severities
+	fwd        []*fwdTarget
 }
 
 // Prepare builds the routes' receivers, the message templates, the time
@@ -199,7 +212,7 @@ func (n *Notifier) Prepare(c config.AlertingConfig) (*Prepared, error) {
 	for _, t := range c.TimeIntervals {
 		ti[t.Name] = t.TimeIntervals
 	}
-	tmpl, err := message.ParseTemplates(c.Templates.Title, c.Templates.Text)
+	tmpl, err := message.ParseTemplateFiles(c.Templates.Title, c.Templates.Text, c.Templates.Files)
 	if err != nil {
 		return nil, err
 	}
@@ -210,7 +223,11 @@ func (n *Notifier) Prepare(c config.AlertingConfig) (*Prepared, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Prepared{cfg: c, receivers: recv, templates: tmpl, intervener: timeinterval.NewIntervener(ti), loc: loc}, nil
+	fwd, err := fwdTargets(c.Alertmanagers)
+	if err != nil {
+		return nil, err
+	}
+	return &Prepared{fwd: fwd, cfg: c, receivers: recv, templates: tmpl, intervener: timeinterval.NewIntervener(ti), loc: loc, severities: c.Severities()}, nil
 }
 
 // Apply switches to a prepared alerting section. It fails only when the
@@ -224,6 +241,9 @@ func (n *Notifier) Apply(p *Prepared) error {
 	n.root = newRoute(p.cfg.Route, nil, "0")
 	n.inhibit = newInhibitor(p.cfg.InhibitRules, n.alerts)
 	n.intervener = p.intervener
+	n.severities = p.severities
+	n.resolve = p.cfg.ResolveTimeout()
+	n.fwd.apply(p.fwd, p.cfg.AlertRelabelConfigs, p.cfg.ExternalLabels())
 	now := n.now()
 	if err := n.scheduleDigest(now, p.loc); err != nil {
 		return err
@@ -243,6 +263,8 @@ func (n *Notifier) Send(alerts ...*notifier.Alert) {
 	for _, a := range alerts {
 		as = append(as, fromPrometheus(a))
 	}
+	// As Prometheus: the rules' alerts also go to alerting.alertmanagers.
+	n.fwd.enqueue(as)
 	n.Post(as)
 }
 
@@ -264,8 +286,9 @@ func (n *Notifier) Post(alerts []model.Alert) {
 			}
 		}
 		if a.EndsAt.IsZero() {
-			a.EndsAt = now.Add(resolveTimeout)
+			a.EndsAt = now.Add(n.resolve)
 		}
+		a.Labels = n.withPriority(a.Labels)
 		fp := a.Labels.Fingerprint()
 		old := n.alerts[fp]
 		na := merge(old, a, now)
@@ -276,6 +299,25 @@ func (n *Notifier) Post(alerts []model.Alert) {
 		n.route(fp, na, now)
 		n.m.received.Inc()
 	}
+}
+
+// withPriority returns ls with the priority label that routing reads,
+// from its severity label through alerting.severity_map, unless it has
+// one. A severity the map does not know routes as default_severity, with
+// a warning once.
+func (n *Notifier) withPriority(ls model.LabelSet) model.LabelSet {
+	if p, ok := ls[config.PriorityLabel]; ok && (!n.severities.ReadsPriority() || slices.Contains(config.Priorities, string(p))) {
+		return ls
+	}
+	sev, _ := n.severities.Of(func(l string) (string, bool) { v, ok := ls[model.LabelName(l)]; return string(v), ok })
+	p, ok := n.severities.Priority(sev)
+	if !ok {
+		n.warnOnce("severity:"+sev, "an alert's severity is not in alerting.severity_map; it routes as alerting.default_severity", "severity", sev, "default_severity", n.severities.Default)
+		p = n.severities.Default
+	}
+	out := ls.Clone()
+	out[config.PriorityLabel] = model.LabelValue(p)
+	return out
 }
 
 // route puts an alert into the aggregation groups of its routes.
@@ -302,6 +344,12 @@ func (n *Notifier) Run(ctx context.Context) error {
 	// drain.
 	dctx, dcancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer dcancel()
+	fwdDone := make(chan struct{})
+	go func() {
+		defer close(fwdDone)
+		n.fwd.run(ctx)
+	}()
+	defer func() { <-fwdDone }()
 	loopDone := make(chan struct{})
 	go func() {
 		defer close(loopDone)
@@ -388,6 +436,7 @@ func (n *Notifier) mutedByTime(r *route, now time.Time) bool {
 // to notify, for commit to compare with the notification log and write.
 type flushPlan struct {
 	key              string
+	amKey            string // the group key of Alertmanager's payloads
 	labels           model.LabelSet
 	receiver         string
 	ints             []*integration
@@ -440,12 +489,12 @@ func (n *Notifier) flush(g *aggGroup, now time.Time) *flushPlan {
 	message.SortAlerts(alerts)
 	sort.Strings(firing)
 	sort.Strings(resolved)
-	p := &flushPlan{key: g.key, labels: g.labels, receiver: r.receiver, templates: n.templates, repeatInterval: r.repeatInterval, digest: r.digest, alerts: alerts, firing: firing, resolved: resolved}
+	p := &flushPlan{key: g.key, amKey: r.alertmanagerGroupKey(g.labels), labels: g.labels, receiver: r.receiver, templates: n.templates, repeatInterval: r.repeatInterval, digest: r.digest, alerts: alerts, firing: firing, resolved: resolved}
 	if r.digest {
 		return p
 	}
 	if r.receiver == "" {
-		n.warnOnce("noreceiver:"+r.id, "alerts match a route without a receiver and are not sent; give them a severity label (P0, P1, P2) or a route", "group", g.key)
+		n.warnOnce("noreceiver:"+r.id, "alerts match a route without a receiver and are not sent; give them a severity in alerting.severity_map or a route", "group", g.key)
 		return nil
 	}
 	ints, ok := n.receivers[r.receiver]
@@ -512,8 +561,12 @@ func (n *Notifier) commit(plans []*flushPlan, now time.Time) error {
 					continue
 				}
 			}
-			m := n.newMessage(message.KindAlerts, p.receiver, p.key, p.labels, as, in.name, now)
-			if err := p.templates.Render(m); err != nil {
+			m := n.newMessage(message.KindAlerts, p.receiver, p.amKey, p.labels, as, in.name, now)
+			t := p.templates
+			if in.templates != nil {
+				t = in.templates
+			}
+			if err := t.Render(m); err != nil {
 				errs = append(errs, err)
 				failed = true
 				break

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"time"
 
+	commoncfg "github.com/prometheus/common/config"
+
 	"github.com/aiserve/appliance/config"
 	"github.com/aiserve/appliance/notify/alertmanager"
 	"github.com/aiserve/appliance/notify/dingtalk"
@@ -28,26 +30,64 @@ func buildReceivers(c config.AlertingConfig, client *http.Client, now func() tim
 			ints = append(ints, &integration{name: fmt.Sprintf("%s/%s/%d", r.Name, typ, i), receiver: r.Name, Notifier: n})
 		}
 		for i, x := range r.WebhookConfigs {
-			add("webhook", i, webhook.New(x, client))
+			cl, err := integrationClient(x.NotifierConfig, client)
+			if err != nil {
+				return nil, fmt.Errorf("receiver %q webhook_configs[%d]: %w", r.Name, i, err)
+			}
+			add("webhook", i, webhook.New(x, cl))
 		}
 		for i, x := range r.SlackConfigs {
-			add("slack", i, slack.New(x, client))
+			cl, err := integrationClient(x.NotifierConfig, client)
+			if err != nil {
+				return nil, fmt.Errorf("receiver %q slack_configs[%d]: %w", r.Name, i, err)
+			}
+			add("slack", i, slack.New(x, cl))
+			if x.Title != "" || x.Text != "" {
+				t, err := message.ParseTemplateFiles(x.Title, x.Text, c.Templates.Files)
+				if err != nil {
+					return nil, fmt.Errorf("receiver %q slack_configs[%d]: %w", r.Name, i, err)
+				}
+				ints[len(ints)-1].templates = t
+			}
 		}
 		for i, x := range r.DingTalkConfigs {
-			add("dingtalk", i, dingtalk.New(x, client, now))
+			cl, err := integrationClient(x.NotifierConfig, client)
+			if err != nil {
+				return nil, fmt.Errorf("receiver %q dingtalk_configs[%d]: %w", r.Name, i, err)
+			}
+			add("dingtalk", i, dingtalk.New(x, cl, now))
 		}
 		for i, x := range r.WeComConfigs {
-			add("wecom", i, wecom.New(x, client))
+			cl, err := integrationClient(x.NotifierConfig, client)
+			if err != nil {
+				return nil, fmt.Errorf("receiver %q wecom_configs[%d]: %w", r.Name, i, err)
+			}
+			add("wecom", i, wecom.New(x, cl))
 		}
 		for i, x := range r.FeishuConfigs {
-			add("feishu", i, feishu.New(x, client, now))
+			cl, err := integrationClient(x.NotifierConfig, client)
+			if err != nil {
+				return nil, fmt.Errorf("receiver %q feishu_configs[%d]: %w", r.Name, i, err)
+			}
+			add("feishu", i, feishu.New(x, cl, now))
 		}
 		for i, x := range r.EmailConfigs {
 			add("email", i, email.New(x, now))
+			if x.Text != "" {
+				t, err := message.ParseTemplateFiles(c.Templates.Title, x.Text, c.Templates.Files)
+				if err != nil {
+					return nil, fmt.Errorf("receiver %q email_configs[%d]: %w", r.Name, i, err)
+				}
+				ints[len(ints)-1].templates = t
+			}
 		}
 		for typ, xs := range map[string][]*config.HTTPGatewayConfig{"sms": r.SMSConfigs, "voice": r.VoiceConfigs} {
 			for i, x := range xs {
-				g, err := httpgateway.New(x, client)
+				cl, err := integrationClient(x.NotifierConfig, client)
+				if err != nil {
+					return nil, fmt.Errorf("receiver %q %s_configs[%d]: %w", r.Name, typ, i, err)
+				}
+				g, err := httpgateway.New(x, cl)
 				if err != nil {
 					return nil, fmt.Errorf("receiver %q %s_configs[%d]: %w", r.Name, typ, i, err)
 				}
@@ -55,11 +95,31 @@ func buildReceivers(c config.AlertingConfig, client *http.Client, now func() tim
 			}
 		}
 		for i, x := range r.AlertmanagerConfigs {
-			add("alertmanager", i, alertmanager.New(x, client))
+			cl, err := integrationClient(x.NotifierConfig, client)
+			if err != nil {
+				return nil, fmt.Errorf("receiver %q alertmanager_configs[%d]: %w", r.Name, i, err)
+			}
+			add("alertmanager", i, alertmanager.New(x, cl))
 		}
 		out[r.Name] = ints
 	}
 	return out, nil
+}
+
+// integrationClient is the client of an integration: its http_config's
+// (TLS, proxy, auth), else the notifier's.
+func integrationClient(c config.NotifierConfig, def *http.Client) (*http.Client, error) {
+	if c.HTTPConfig == nil {
+		return def, nil
+	}
+	cl, err := commoncfg.NewClientFromConfig(*c.HTTPConfig, "appliance")
+	if err != nil {
+		return nil, fmt.Errorf("http_config: %w", err)
+	}
+	if def != nil {
+		cl.Timeout = def.Timeout
+	}
+	return cl, nil
 }
 
 // TestReceiver sends a test message straight to every integration of the

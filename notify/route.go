@@ -22,6 +22,7 @@ const (
 // route is a node of the route tree with everything inherited resolved.
 type route struct {
 	id                  string // position in the tree, "0", "0.1", ...: part of the group key
+	amKey               string // Alertmanager's route key: {}, {}/{matchers}, ...
 	receiver            string
 	matchers            config.Matchers
 	cont                bool
@@ -39,6 +40,10 @@ type route struct {
 // newRoute resolves r below parent (nil for the root).
 func newRoute(r *config.Route, parent *route, id string) *route {
 	n := &route{id: id, matchers: r.Matchers, cont: r.Continue, digest: r.Digest}
+	n.amKey = "{" + n.matcherString() + "}"
+	if parent != nil {
+		n.amKey = parent.amKey + "/" + n.amKey
+	}
 	if parent == nil {
 		n.groupWait, n.groupInterval, n.repeatInterval = defaultGroupWait, defaultGroupInterval, defaultRepeatInterval
 		n.groupBy = map[model.LabelName]bool{}
@@ -115,12 +120,24 @@ func (r *route) groupLabels(lset model.LabelSet) model.LabelSet {
 	return g
 }
 
-// groupKey names an aggregation group: the route and the group labels, in
-// Alertmanager's form ({}/{matchers}:{labels}).
+// groupKey names an aggregation group: the route's position and matchers
+// and the group labels. The position keeps apart the groups of sibling
+// routes with the same matchers.
 func (r *route) groupKey(gl model.LabelSet) string {
-	var ms []string
+	return fmt.Sprintf("%s{%s}:%s", r.id, r.matcherString(), gl.String())
+}
+
+// alertmanagerGroupKey is the group key as Alertmanager writes it in its
+// webhook payload: the route key ({} for the root, {}/{matchers} below
+// it) and the group labels.
+func (r *route) alertmanagerGroupKey(gl model.LabelSet) string {
+	return r.amKey + ":" + gl.String()
+}
+
+func (r *route) matcherString() string {
+	ms := make([]string, 0, len(r.matchers))
 	for _, m := range r.matchers {
 		ms = append(ms, m.String())
 	}
-	return fmt.Sprintf("%s{%s}:%s", r.id, strings.Join(ms, ","), gl.String())
+	return strings.Join(ms, ",")
 }

@@ -130,7 +130,7 @@ func TestInhibitionIndex(t *testing.T) {
 		defer e.n.mu.RUnlock()
 		return e.n.inhibit.inhibitedBy(l, l.Fingerprint(), e.n.alerts, clock.Now())
 	}
-	src := ls("alertname", "Down", "severity", "P0", "job", "vllm")
+	src := ls("alertname", "Down", "priority", "P0", "severity", "P0", "job", "vllm")
 	e.fire(far, "alertname", "Down", "severity", "P0", "job", "vllm")
 	e.fire(t0.Add(time.Minute), "alertname", "Gone", "severity", "P0", "job", "tgi")
 	require.Equal(t, []string{src.Fingerprint().String()}, inhibitedBy(ls("alertname", "Slow", "severity", "P1", "job", "vllm")), "same job, no cluster on either")
@@ -151,7 +151,7 @@ func TestInhibitionIndex(t *testing.T) {
 	clock.Set(t0.Add(time.Minute + 2*resolveTimeout))
 	e.advance(time.Second, time.Second)
 	e.n.mu.RLock()
-	require.NotContains(t, e.n.alerts, ls("alertname", "Gone", "severity", "P0", "job", "tgi").Fingerprint())
+	require.NotContains(t, e.n.alerts, ls("alertname", "Gone", "priority", "P0", "severity", "P0", "job", "tgi").Fingerprint())
 	require.NotContains(t, e.n.inhibit.rules[0].sources, "tgi\xff\xff")
 	e.n.mu.RUnlock()
 	require.NoError(t, e.n.ApplyConfig(e.cfg))

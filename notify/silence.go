@@ -301,7 +301,8 @@ func (s *silences) set(sil Silence, now time.Time) (string, error) {
 	return sil.ID, s.put(&sil, now)
 }
 
-// expire ends the silence now; a pending one ends before it started.
+// expire ends the silence now; a pending one ends before it started, an
+// expired one stays as it is.
 func (s *silences) expire(id string, now time.Time) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -316,7 +317,9 @@ func (s *silences) expireLocked(id string, now time.Time) error {
 	sil := *old
 	switch sil.State(now) {
 	case SilenceExpired:
-		return fmt.Errorf("%w: silence %s already expired", ErrSilenceInvalid, id)
+		// As Alertmanager: expiring an expired silence changes nothing
+		// and is not an error.
+		return nil
 	case SilencePending:
 		sil.StartsAt = now
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/prometheus/model/rulefmt"
 	"github.com/prometheus/prometheus/promql/parser"
 
+	"github.com/aiserve/appliance/config"
 	"github.com/aiserve/appliance/rules/rulefile"
 )
 
@@ -50,12 +51,22 @@ func newLoader() *loader {
 	return &loader{parser: parser.NewParser(parser.Options{}), cur: &loaded{}}
 }
 
-// stage reads, parses and compiles every source; it changes nothing.
-func (l *loader) stage(ids []string) (*loaded, error) { return l.stageWith(ids, nil) }
+// stage reads, parses and compiles every source with the defaults of an
+// empty Config; it changes nothing.
+func (l *loader) stage(ids []string) (*loaded, error) { return l.stageWith(ids, Config{}) }
 
-// stageWith is stage with the generated sources of Config.Generated, by
-// name.
-func (l *loader) stageWith(ids []string, generated map[string][]byte) (*loaded, error) {
+// stageWith is stage with cfg's severity map and warm-up and the generated
+// sources of cfg.Generated, by name.
+func (l *loader) stageWith(ids []string, cfg Config) (*loaded, error) {
+	generated := cfg.Generated
+	sevs := cfg.Severities
+	if sevs.Map == nil {
+		sevs = config.AlertingConfig{}.Severities()
+	}
+	// Packs and generated rules (the SLOs') keep the default warm-up;
+	// rule files get rules.warmup, none unless set, as in Prometheus.
+	packOpts := rulefile.Options{Severities: sevs, Warmup: rulefile.DefaultWarmup}
+	fileOpts := rulefile.Options{Severities: sevs, Warmup: cfg.Warmup}
 	s := &loaded{groups: map[string]*rulefmt.RuleGroups{}, compiled: map[string][]rulefile.Compiled{}}
 	var errs []error
 	for _, id := range ids {
@@ -67,7 +78,11 @@ func (l *loader) stageWith(ids []string, generated map[string][]byte) (*loaded, 
 			errs = append(errs, err)
 			continue
 		}
-		f, ferrs := rulefile.Parse(data)
+		opts := fileOpts
+		if strings.HasPrefix(id, packPrefix) || strings.HasPrefix(id, generatedPrefix) {
+			opts = packOpts
+		}
+		f, ferrs := rulefile.ParseWith(data, opts)
 		for _, e := range ferrs {
 			var le *rulefile.Error
 			if errors.As(e, &le) && le.Line > 0 {

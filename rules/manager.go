@@ -19,6 +19,7 @@ import (
 	promrules "github.com/prometheus/prometheus/rules"
 	"github.com/prometheus/prometheus/storage"
 
+	"github.com/aiserve/appliance/config"
 	"github.com/aiserve/appliance/rules/rulefile"
 )
 
@@ -89,6 +90,14 @@ type Config struct {
 	// burn-rate rules), by name, evaluated like files after Files and
 	// Packs and checked the same way.
 	Generated map[string][]byte
+	// Severities maps the severity label to the priority label the rules'
+	// alerts gain (alerting.severity_map); the zero value is the default
+	// map.
+	Severities config.Severities
+	// Warmup is the warm-up of the alerting rules of Files whose rule and
+	// group set none (rules.warmup; 0: none). Packs and Generated keep
+	// rulefile.DefaultWarmup.
+	Warmup time.Duration
 }
 
 // Manager evaluates rule files with Prometheus' rules manager. It
@@ -208,7 +217,7 @@ func (m *Manager) Prepare(cfg Config) (*Prepared, error) {
 	for _, name := range slices.Sorted(maps.Keys(cfg.Generated)) {
 		ids = append(ids, generatedPrefix+name)
 	}
-	staged, err := m.loader.stageWith(ids, cfg.Generated)
+	staged, err := m.loader.stageWith(ids, cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -76,7 +76,7 @@ func TestUpdateKeepsRulesOnError(t *testing.T) {
         labels: {severity: sev1}
 `), 0o644))
 	err := m.Update(cfg)
-	require.ErrorContains(t, err, file+`:6: group "a", rule 1, "Down": severity "sev1": want P0, P1 or P2`)
+	require.ErrorContains(t, err, file+`:6: group "a", rule 1, "Down": severity "sev1" is not in alerting.severity_map`)
 	require.Equal(t, want, groupNames(m))
 	require.Len(t, m.AlertingRules(), 13, "Down, the three gpu rules, the four probes rules and the five of the always-on appliance pack")
 }

@@ -33,6 +33,9 @@ type RulesRetriever interface {
 //	instances    {"min": N} / {"ratio": R} / {"all": true}, with "by"
 //	escalated    true on the rule escalate_when_all added
 //	warmup       the warm-up in seconds (0: none)
+//	warmupHeld   true when the rule is held by a warm-up: its alerts wait
+//	             until a new instance's warm-up is over (the embedded
+//	             packs, rules.warmup, or the group's or rule's warmup)
 //
 // and /api/v1/alerts gives each alert of an instances rule the list
 //
@@ -108,12 +111,13 @@ func amendRules(rr RulesRetriever, body []byte) ([]byte, error) {
 			if r["type"] != "alerting" {
 				continue
 			}
-			sev := ""
+			// The rule and its escalated twin differ in their priority.
+			prio := ""
 			if l, ok := r["labels"].(map[string]any); ok {
-				sev, _ = l["severity"].(string)
+				prio, _ = l["priority"].(string)
 			}
 			for _, c := range compiled {
-				if c.Group == name && c.Alert == r["name"] && c.Severity == sev {
+				if c.Group == name && c.Alert == r["name"] && c.Priority == prio {
 					amendRule(r, c)
 					break
 				}
@@ -155,6 +159,7 @@ func amendRule(r map[string]any, c rulefile.Compiled) {
 		r["escalated"] = true
 	}
 	r["warmup"] = c.Warmup.Seconds()
+	r["warmupHeld"] = c.Warmup > 0
 }
 
 // amendAlerts adds breachingInstances to a /api/v1/alerts answer.

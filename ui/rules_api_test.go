@@ -90,9 +90,11 @@ func TestRulesExtensions(t *testing.T) {
 	require.Equal(t, "up == 0", rs[0]["sourceQuery"])
 	require.Equal(t, map[string]any{"min": 2.0, "by": []any{"instance"}}, rs[0]["instances"])
 	require.Equal(t, 300.0, rs[0]["warmup"])
+	require.Equal(t, true, rs[0]["warmupHeld"])
 	require.NotContains(t, rs[0], "escalated")
 	require.NotContains(t, rs[1], "sourceQuery", "no sourceQuery when the query is as written")
 	require.Equal(t, 0.0, rs[1]["warmup"])
+	require.Equal(t, false, rs[1]["warmupHeld"])
 
 	code, body = ts.get("/api/v1/alerts")
 	require.Equal(t, http.StatusOK, code, body)

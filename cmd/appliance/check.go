@@ -48,6 +48,15 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 	for _, err := range errs {
 		fmt.Fprintln(stderr, err)
 	}
+	if cfg, _ := config.Check(path); cfg != nil {
+		// What the file has that the appliance maps or ignores.
+		for _, w := range cfg.Warnings() {
+			fmt.Fprintln(stderr, w)
+		}
+	}
+	for _, w := range ruleFileWarnings(path) {
+		fmt.Fprintln(stderr, w)
+	}
 	if len(errs) > 0 {
 		fmt.Fprintf(stderr, "FAILED: %d error(s) in %s\n", len(errs), path)
 		return 1
@@ -73,10 +82,35 @@ func checkConfig(path string) []error {
 	errs = append(errs, stageErrors(cfg)...)
 	files, _ := cfg.RuleFilesResolved() // config.Check reported bad patterns
 	for _, f := range files {
-		errs = append(errs, checkRuleFile(f)...)
+		ferrs, _ := checkRuleFileWith(f, ruleFileOptions(cfg))
+		errs = append(errs, ferrs...)
 	}
 	config.SortErrors(errs)
 	return errs
+}
+
+// ruleFileOptions are the options the rules stage reads cfg's rule files
+// with (rulesConfig).
+func ruleFileOptions(cfg *config.Config) rulefile.Options {
+	rc := rulesConfig(cfg)
+	return rulefile.Options{Severities: rc.Severities, Warmup: rc.Warmup}
+}
+
+// ruleFileWarnings returns what `appliance check` notes about the rule
+// files of the config at path without refusing it ("file:line: warning:
+// ..."), such as an alerting rule without a severity.
+func ruleFileWarnings(path string) []string {
+	cfg, err := config.LoadFile(path)
+	if err != nil {
+		return nil
+	}
+	files, _ := cfg.RuleFilesResolved()
+	var out []string
+	for _, f := range files {
+		_, ws := checkRuleFileWith(f, ruleFileOptions(cfg))
+		out = append(out, ws...)
+	}
+	return out
 }
 
 // validate loads what the stages check of a loaded configuration beyond
@@ -103,6 +137,9 @@ func stageErrors(cfg *config.Config) []error {
 	if _, err := message.ParseTemplates("", t.Text); err != nil {
 		errs = append(errs, cfg.ErrorAt(cfg.KeyLine("alerting", "templates", "text"), err.Error()))
 	}
+	if _, err := message.ParseTemplateFiles("", "", t.Files); err != nil {
+		errs = append(errs, cfg.ErrorAt(cfg.KeyLine("alerting", "templates"), err.Error()))
+	}
 	errs = append(errs, sloBoundErrors(cfg, "")...)
 	return errs
 }
@@ -111,11 +148,24 @@ func stageErrors(cfg *config.Config) []error {
 // parser the rules manager uses) and checks the appliance's extensions,
 // and returns its errors as *config.Error with the line in the rule file.
 func checkRuleFile(file string) []error {
+	errs, _ := checkRuleFileWith(file, rulefile.Options{Severities: config.AlertingConfig{}.Severities()})
+	return errs
+}
+
+// checkRuleFileWith is checkRuleFile with the config's options; it also
+// returns the file's warnings.
+func checkRuleFileWith(file string, opts rulefile.Options) ([]error, []string) {
 	data, err := os.ReadFile(file)
 	if err != nil {
-		return []error{&config.Error{File: file, Msg: fmt.Sprintf("cannot read rule file: %v", err)}}
+		return []error{&config.Error{File: file, Msg: fmt.Sprintf("cannot read rule file: %v", err)}}, nil
 	}
-	_, errs := rulefile.Parse(data)
+	f, errs := rulefile.ParseWith(data, opts)
+	var warnings []string
+	if f != nil {
+		for _, w := range f.Warnings {
+			warnings = append(warnings, fmt.Sprintf("%s:%d: warning: %s", file, w.Line, w.Msg))
+		}
+	}
 	var out []error
 	for _, err := range errs {
 		var xe *rulefile.Error
@@ -125,5 +175,5 @@ func checkRuleFile(file string) []error {
 		}
 		out = append(out, config.RuleFileError(file, data, err)...)
 	}
-	return out
+	return out, warnings
 }

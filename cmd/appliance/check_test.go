@@ -78,11 +78,21 @@ func TestCheckExtendedRuleFiles(t *testing.T) {
 
 	const f = "testdata/rules-ext/bad.rules.yml"
 	require.Equal(t, []string{
-		f + `:4: group "bad", rule 1, "NoSeverity": the label severity is missing; every alerting rule needs severity: P0, P1 or P2`,
-		f + `:8: group "bad", rule 2, "WrongSeverity": severity "critical": want P0, P1 or P2`,
+		f + `:8: group "bad", rule 2, "WrongSeverity": severity "sev1" is not in alerting.severity_map; want one of P0, P1, P2, critical, error, info, none, warning`,
 		f + ":11: group \"bad\", rule 3, \"NotAComparison\": instances needs an expression that is a comparison without bool, such as `latency > 2`: it is evaluated per instance",
 		f + `:18: group "bad", rule 4, "EscalateDown": escalate_when_all P2 must be more urgent than the rule's severity P1`,
 	}, errorStrings(t, checkConfig("testdata/rules-ext/appliance.yml")))
+
+	// A rule without a severity is accepted, with a warning.
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "appliance.yml")
+	rf := filepath.Join(dir, "r.yml")
+	require.NoError(t, os.WriteFile(cfg, []byte("rule_files: [r.yml]\nalerting: {default_severity: P2}\n"), 0o644))
+	require.NoError(t, os.WriteFile(rf, []byte("groups:\n  - name: g\n    rules:\n      - alert: NoSeverity\n        expr: up == 0\n"), 0o644))
+	require.Empty(t, checkConfig(cfg))
+	require.Equal(t, []string{
+		rf + `:4: warning: group "g", rule 1, "NoSeverity": the label severity is missing; the rule routes as alerting.default_severity P2`,
+	}, ruleFileWarnings(cfg))
 }
 
 func TestCheckRuleFileErrors(t *testing.T) {
@@ -116,4 +126,16 @@ func TestCheckRuleFileErrors(t *testing.T) {
 	got := errorStrings(t, checkRuleFile(p))
 	require.Len(t, got, 1)
 	require.True(t, strings.HasPrefix(got[0], p+`:7: group "g", rule 1, "A": annotation "summary": template: __alert_A:1: unclosed action`), got[0])
+}
+
+// TestCheckTemplateFiles: a broken Alertmanager template file is an error
+// of `appliance check`, at the templates key.
+func TestCheckTemplateFiles(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "bad.tmpl"), []byte(`{{ define "x" }}{{ .Status `), 0o644))
+	cfg := filepath.Join(dir, "appliance.yml")
+	require.NoError(t, os.WriteFile(cfg, []byte("alerting:\n  templates: ['*.tmpl']\n"), 0o644))
+	errs := errorStrings(t, checkConfig(cfg))
+	require.Len(t, errs, 1)
+	require.Contains(t, errs[0], cfg+":2: template file "+filepath.Join(dir, "bad.tmpl"))
 }

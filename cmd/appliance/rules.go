@@ -63,6 +63,10 @@ func rulesConfig(cfg *config.Config) rules.Config {
 		ExternalLabels: cfg.PrometheusConfig().GlobalConfig.ExternalLabels,
 		// The SLOs' recording and burn-rate rules (slo.go).
 		Generated: sloRuleFiles(cfg),
+		// alerting.severity_map turns severity into the priority label
+		// routing reads; rules.warmup is the rule files' warm-up.
+		Severities: cfg.Alerting.Severities(),
+		Warmup:     time.Duration(cfg.Rules.Warmup),
 	}
 }
 

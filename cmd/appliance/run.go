@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aiserve/appliance/config"
@@ -70,6 +71,10 @@ func cmdRun(args []string, _, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
+	}
+	for _, w := range cfg.Warnings() {
+		// What the file has that the appliance maps or ignores.
+		logger.Warn("config note", "note", strings.TrimPrefix(w.Msg, "warning: "), "file", w.File, "line", w.Line)
 	}
 	app, err := newAppliance(cfg, f, logger)
 	if err != nil {

@@ -32,6 +32,26 @@ type Alert struct {
 	Fingerprint  string            `json:"fingerprint"`
 }
 
+// Alerts are the alerts of a message; templates call .Alerts.Firing and
+// .Alerts.Resolved as in Alertmanager's.
+type Alerts []Alert
+
+// Firing returns the firing alerts.
+func (as Alerts) Firing() Alerts { return as.with("firing") }
+
+// Resolved returns the resolved alerts.
+func (as Alerts) Resolved() Alerts { return as.with("resolved") }
+
+func (as Alerts) with(status string) Alerts {
+	var out Alerts
+	for _, a := range as {
+		if a.Status == status {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
 // Message is one notification to one receiver.
 type Message struct {
 	Kind     string `json:"kind"`
@@ -43,7 +63,7 @@ type Message struct {
 	CommonLabels      map[string]string `json:"commonLabels"`
 	CommonAnnotations map[string]string `json:"commonAnnotations"`
 	ExternalURL       string            `json:"externalURL"`
-	Alerts            []Alert           `json:"alerts"`
+	Alerts            Alerts            `json:"alerts"`
 	// DedupKey is the same on every attempt of this notification, also
 	// after a restart; receivers that can pass it on do (a header).
 	DedupKey string `json:"dedupKey"`

@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"html/template"
 	"maps"
+	"os"
+	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -19,6 +22,15 @@ var Funcs = ttemplate.FuncMap{
 	"upper":       strings.ToUpper,
 	"since":       func(t, now time.Time) string { return now.Sub(t).Round(time.Second).String() },
 	"sortedPairs": sortedPairs,
+	// Alertmanager's template functions, for its template files.
+	"toUpper":   strings.ToUpper,
+	"toLower":   strings.ToLower,
+	"title":     strings.Title, //nolint:staticcheck // Alertmanager's "title" is strings.Title
+	"trimSpace": strings.TrimSpace,
+	"safeHtml":  func(s string) string { return s },
+	"reReplaceAll": func(pattern, repl, text string) string {
+		return regexp.MustCompile(pattern).ReplaceAllString(text, repl)
+	},
 	"truncate": func(n int, s string) string {
 		if r := []rune(s); len(r) > n {
 			return string(r[:n-1]) + "…"
@@ -89,6 +101,50 @@ func ParseTemplates(title, text string) (*Templates, error) {
 	if text != "" {
 		if t.text, err = ttemplate.New("text").Funcs(Funcs).Option("missingkey=zero").Parse(text); err != nil {
 			return nil, fmt.Errorf("text template: %w", err)
+		}
+	}
+	return &t, nil
+}
+
+// ParseTemplateFiles is ParseTemplates with Alertmanager's template files
+// (globs): their named templates ({{ define "name" }}) may be called from
+// title and text ({{ template "name" . }}), which see Alertmanager's names
+// (.Status, .Receiver, .GroupLabels, .CommonLabels, .CommonAnnotations,
+// .ExternalURL, .Alerts, .Alerts.Firing, .Alerts.Resolved).
+func ParseTemplateFiles(title, text string, files []string) (*Templates, error) {
+	if len(files) == 0 {
+		return ParseTemplates(title, text)
+	}
+	base := ttemplate.New("").Funcs(Funcs).Option("missingkey=zero")
+	for _, pat := range files {
+		ms, err := filepath.Glob(pat)
+		if err != nil {
+			return nil, fmt.Errorf("template files %q: %w", pat, err)
+		}
+		for _, f := range ms {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				return nil, fmt.Errorf("template file: %w", err)
+			}
+			if _, err := base.New(filepath.Base(f)).Parse(string(b)); err != nil {
+				return nil, fmt.Errorf("template file %s: %w", f, err)
+			}
+		}
+	}
+	t := *DefaultTemplates
+	for _, x := range []struct {
+		name, src string
+		dst       **ttemplate.Template
+	}{{"title", title, &t.title}, {"text", text, &t.text}} {
+		if x.src == "" {
+			continue
+		}
+		c, err := base.Clone()
+		if err != nil {
+			return nil, fmt.Errorf("%s template: %w", x.name, err)
+		}
+		if *x.dst, err = c.New(x.name).Parse(x.src); err != nil {
+			return nil, fmt.Errorf("%s template: %w", x.name, err)
 		}
 	}
 	return &t, nil

@@ -1,6 +1,8 @@
 package message
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -43,4 +45,25 @@ Open in the appliance: http://box:9090/alerts`, m.Text)
 	m.Alerts = m.Alerts[1:]
 	require.NoError(t, Render(m))
 	require.Equal(t, "[RESOLVED] P1 VLLMSlowTTFT (vllm)", m.Title)
+}
+
+// TestTemplateFiles: Alertmanager's template files define templates that
+// the title and text call, over Alertmanager's names.
+func TestTemplateFiles(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "lab.tmpl"), []byte(`{{ define "lab.title" }}[{{ .Status | toUpper }}:{{ .Alerts.Firing | len }}] {{ .GroupLabels.alertname }} {{ .CommonLabels.severity }}{{ end }}
+{{ define "lab.text" }}{{ range .Alerts.Resolved }}ok {{ .Labels.instance }} {{ end }}{{ .Receiver }} {{ .ExternalURL }}{{ end }}`), 0o644))
+	tm, err := ParseTemplateFiles(`{{ template "lab.title" . }}`, `{{ template "lab.text" . }}`, []string{filepath.Join(dir, "*.tmpl")})
+	require.NoError(t, err)
+	m := &Message{
+		Status: "firing", Receiver: "team", ExternalURL: "http://box:9090",
+		GroupLabels: map[string]string{"alertname": "HostDown"}, CommonLabels: map[string]string{"severity": "critical"},
+		Alerts: Alerts{{Status: "firing", Labels: map[string]string{"instance": "a"}}, {Status: "resolved", Labels: map[string]string{"instance": "b"}}},
+	}
+	require.NoError(t, tm.Render(m))
+	require.Equal(t, "[FIRING:1] HostDown critical", m.Title)
+	require.Equal(t, "ok b team http://box:9090", m.Text)
+
+	_, err = ParseTemplateFiles("", "", []string{filepath.Join(dir, "[")})
+	require.Error(t, err)
 }

@@ -3,6 +3,7 @@ package rulefile
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -10,6 +11,8 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/rulefmt"
 	"github.com/prometheus/prometheus/promql/parser"
+
+	"github.com/aiserve/appliance/config"
 )
 
 // BreachingAnnotation is the annotation that lists the breaching instances
@@ -25,6 +28,8 @@ type Compiled struct {
 	Group    string
 	Alert    string
 	Severity string
+	// Priority is the priority label the rule's alerts carry (P0, P1, P2).
+	Priority string
 	// Line is where the source rule starts.
 	Line int
 	// Source is the expression as written; Expr is the generated PromQL.
@@ -46,7 +51,7 @@ func (f *File) Compile() (*rulefmt.RuleGroups, []Compiled) {
 	for gi, g := range f.Groups.Groups {
 		ng := g
 		ng.Rules = nil
-		gw := DefaultWarmup
+		gw := f.opts.Warmup
 		if w := f.GroupWarmup[gi]; w != nil {
 			gw = *w
 		}
@@ -60,11 +65,10 @@ func (f *File) Compile() (*rulefmt.RuleGroups, []Compiled) {
 			if ext.Warmup != nil {
 				w = *ext.Warmup
 			}
-			sev := r.Labels["severity"]
-			if sev == "" {
-				sev = g.Labels["severity"]
-			}
-			c := Compiled{Group: g.Name, Alert: r.Alert, Severity: sev, Line: ext.Line, Source: r.Expr, Instances: ext.Instances, Warmup: w}
+			sev, _ := ruleSeverity(f.opts.Severities, r.Labels, g.Labels)
+			var prio string
+			r.Labels, prio = f.withPriority(r.Labels, sev)
+			c := Compiled{Group: g.Name, Alert: r.Alert, Severity: sev, Priority: prio, Line: ext.Line, Source: r.Expr, Instances: ext.Instances, Warmup: w}
 			expr, err := p.ParseExpr(r.Expr)
 			if err != nil {
 				// Parse validated the expression; keep the rule as written.
@@ -98,19 +102,40 @@ func (f *File) Compile() (*rulefmt.RuleGroups, []Compiled) {
 					er.Labels = map[string]string{}
 				}
 				er.Labels["severity"] = ext.EscalateWhenAll
+				er.Labels[config.PriorityLabel], _ = f.opts.Severities.Priority(ext.EscalateWhenAll)
 				er.Expr = instancesCond(&Instances{All: true, By: in.By}, breach)
 				// Rules of a group are evaluated in order: the escalated
 				// rule goes first so that a reader of the group sees P0
 				// before P1.
 				ng.Rules = append(ng.Rules[:len(ng.Rules)-1], er, nr)
 				ec := c
-				ec.Severity, ec.Expr, ec.Escalated = ext.EscalateWhenAll, er.Expr, true
+				ec.Severity, ec.Priority, ec.Expr, ec.Escalated = ext.EscalateWhenAll, er.Labels[config.PriorityLabel], er.Expr, true
 				info = append(info[:len(info)-1], ec, c)
 			}
 		}
 		out.Groups = append(out.Groups, ng)
 	}
 	return out, info
+}
+
+// withPriority returns the labels of an alerting rule with the priority
+// label that routing reads, from its severity through the severity map,
+// unless the rule sets one; and that priority.
+func (f *File) withPriority(ls map[string]string, sev string) (map[string]string, string) {
+	if p, ok := ls[config.PriorityLabel]; ok && (!f.opts.Severities.ReadsPriority() || slices.Contains(config.Priorities, p)) {
+		return ls, p
+	}
+	p, ok := f.opts.Severities.Priority(sev)
+	if !ok {
+		// Parse refused it; keep the rule as written.
+		return ls, ""
+	}
+	out := maps.Clone(ls)
+	if out == nil {
+		out = map[string]string{}
+	}
+	out[config.PriorityLabel] = p
+	return out, p
 }
 
 // WarmingExpr is the PromQL for "instances in their warm-up of d": those

@@ -8,12 +8,15 @@ import (
 	"log/slog"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/rulefmt"
 	"github.com/prometheus/prometheus/promql/parser"
 	yaml "go.yaml.in/yaml/v3"
+
+	"github.com/aiserve/appliance/config"
 )
 
 // DefaultWarmup is the warm-up of a rule whose rule and group say none:
@@ -21,8 +24,36 @@ import (
 // time in which its latency says nothing about its health.
 const DefaultWarmup = 5 * time.Minute
 
-// Severities are the values of the severity label, most urgent first.
-var Severities = []string{"P0", "P1", "P2"}
+// Severities are the priorities (the priority label), most urgent first.
+var Severities = config.Priorities
+
+// Options are what the configuration says about every rule file of a kind.
+type Options struct {
+	// Severities maps the severity label to the priority label
+	// (alerting.severity_map and alerting.default_severity).
+	Severities config.Severities
+	// Warmup is the warm-up of the alerting rules whose rule and group
+	// set none (0: none).
+	Warmup time.Duration
+}
+
+// PackOptions are the options of the embedded packs and of Parse: the
+// default severity map and DefaultWarmup.
+func PackOptions() Options {
+	return Options{Severities: config.AlertingConfig{}.Severities(), Warmup: DefaultWarmup}
+}
+
+// ruleSeverity is the severity of an alerting rule: the first of the
+// severity labels its labels or, failing them, its group's have.
+func ruleSeverity(s config.Severities, rule, group map[string]string) (string, bool) {
+	return s.Of(func(l string) (string, bool) {
+		if v, ok := rule[l]; ok {
+			return v, true
+		}
+		v, ok := group[l]
+		return v, ok
+	})
+}
 
 // Error is an error in a rule file at a line (1-based; 0 when unknown).
 type Error struct {
@@ -65,6 +96,11 @@ type File struct {
 	Ext [][]RuleExt
 	// GroupWarmup holds each group's warmup, nil when unset.
 	GroupWarmup []*time.Duration
+	// Warnings are what is accepted but worth a word in `appliance
+	// check`: an alerting rule without a severity.
+	Warnings []*Error
+
+	opts Options
 }
 
 var (
@@ -73,11 +109,14 @@ var (
 	instKeys  = []string{"min", "ratio", "all", "by"}
 )
 
-// Parse parses and validates a rule file. Errors of Prometheus' own checks
+// Parse is ParseWith with PackOptions.
+func Parse(data []byte) (*File, []error) { return ParseWith(data, PackOptions()) }
+
+// ParseWith parses and validates a rule file. Errors of Prometheus' own checks
 // are rulefmt's errors unchanged (a *rulefmt.Error or a YAML error) so a
 // caller can place them as it places promtool's; every other error is an
 // *Error with a line.
-func Parse(data []byte) (*File, []error) {
+func ParseWith(data []byte, opts Options) (*File, []error) {
 	p := parser.NewParser(parser.Options{})
 	logger := slog.New(slog.DiscardHandler)
 	root, err := parseNode(data)
@@ -89,7 +128,7 @@ func Parse(data []byte) (*File, []error) {
 		}
 		return nil, errs
 	}
-	f := &File{}
+	f := &File{opts: opts}
 	if errs := f.walk(root); len(errs) > 0 {
 		return nil, errs
 	}
@@ -301,26 +340,32 @@ func (f *File) validate(root *yaml.Node, p parser.Parser) []error {
 				}
 				continue
 			}
-			sev, ok := r.Labels["severity"]
-			if !ok {
-				sev, ok = g.Labels["severity"]
-			}
+			sevs := f.opts.Severities
+			sev, ok := ruleSeverity(sevs, r.Labels, g.Labels)
+			prio, known := sevs.Priority(sev)
 			switch {
 			case !ok:
-				errorf(ext.Line, "%s: the label severity is missing; every alerting rule needs severity: P0, P1 or P2", where)
-			case !slices.Contains(Severities, sev):
-				errorf(line("labels"), "%s: severity %q: want P0, P1 or P2", where, sev)
+				f.Warnings = append(f.Warnings, &Error{Line: ext.Line, Msg: fmt.Sprintf("%s: the label severity is missing; the rule routes as alerting.default_severity %s", where, sevs.Default)})
+			case !known:
+				errorf(line("labels"), "%s: severity %q is not in alerting.severity_map; want one of %s", where, sev, strings.Join(sevs.Known(), ", "))
+			}
+			if p, set := r.Labels[config.PriorityLabel]; set && (!sevs.ReadsPriority() || slices.Contains(Severities, p)) {
+				if !slices.Contains(Severities, p) {
+					errorf(line("labels"), "%s: priority %q: want P0, P1 or P2", where, p)
+				}
+				prio, known = p, true
 			}
 			if ext.Warmup != nil && *ext.Warmup < 0 {
 				errorf(line("warmup"), "%s: warmup must not be negative", where)
 			}
 			if ext.EscalateWhenAll != "" {
+				ep, eok := sevs.Priority(ext.EscalateWhenAll)
 				switch {
-				case !slices.Contains(Severities, ext.EscalateWhenAll):
-					errorf(line("escalate_when_all"), "%s: escalate_when_all %q: want P0, P1 or P2", where, ext.EscalateWhenAll)
+				case !eok:
+					errorf(line("escalate_when_all"), "%s: escalate_when_all %q is not in alerting.severity_map; want one of %s", where, ext.EscalateWhenAll, strings.Join(sevs.Known(), ", "))
 				case ext.Instances == nil || ext.Instances.All:
 					errorf(line("escalate_when_all"), "%s: escalate_when_all needs instances with min or ratio", where)
-				case ok && ext.EscalateWhenAll >= sev:
+				case known && ep >= prio:
 					errorf(line("escalate_when_all"), "%s: escalate_when_all %s must be more urgent than the rule's severity %s", where, ext.EscalateWhenAll, sev)
 				}
 			}

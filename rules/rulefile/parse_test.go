@@ -1,10 +1,14 @@
 package rulefile
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/aiserve/appliance/config"
 )
 
 func TestParseExtensionErrors(t *testing.T) {
@@ -21,12 +25,13 @@ func TestParseExtensionErrors(t *testing.T) {
 	// Lines count from the top of the file: the rule starts at line 4.
 	f(`      - alert: A
         expr: up == 0
-`, `4: group "g", rule 1, "A": the label severity is missing; every alerting rule needs severity: P0, P1 or P2`)
+        labels:
+          severity: sev1
+`, `6: group "g", rule 1, "A": severity "sev1" is not in alerting.severity_map; want one of P0, P1, P2, critical, error, info, none, warning`)
 	f(`      - alert: A
         expr: up == 0
-        labels:
-          severity: critical
-`, `6: group "g", rule 1, "A": severity "critical": want P0, P1 or P2`)
+        labels: {severity: P1, priority: urgent}
+`, `6: group "g", rule 1, "A": priority "urgent": want P0, P1 or P2`)
 	f(`      - alert: A
         expr: up == 0
         instances: {min: 0, ratio: 2}
@@ -114,5 +119,126 @@ func TestCompile(t *testing.T) {
 	}, got)
 	require.Equal(t, rgs.Groups[0].Rules[0].Labels["severity"], "P0")
 	require.Equal(t, rgs.Groups[0].Rules[1].Labels["severity"], "P1")
+	require.Equal(t, "P0", rgs.Groups[0].Rules[0].Labels["priority"], "the escalated rule routes as its severity")
+	require.Equal(t, "P1", rgs.Groups[0].Rules[1].Labels["priority"])
 	require.True(t, strings.Contains(rgs.Groups[0].Rules[0].Annotations[BreachingAnnotation], "query"))
+}
+
+func TestSeverityMapAndWarmup(t *testing.T) {
+	src := []byte(`groups:
+  - name: public
+    rules:
+      - alert: HostDown
+        expr: up == 0
+        labels: {severity: critical}
+      - alert: DiskFilling
+        expr: disk_free < 0.1
+        labels: {severity: warning}
+      - alert: Note
+        expr: x > 0
+        labels: {severity: Info}
+      - alert: NoSeverity
+        expr: y > 0
+      - alert: Mine
+        expr: z > 0
+        warmup: 1m
+        labels: {severity: critical, priority: P2}
+  - name: held
+    warmup: 3m
+    rules:
+      - alert: Held
+        expr: w > 0
+        labels: {severity: P0}
+`)
+	// A rule file outside the packs: no warm-up unless asked for.
+	opts := Options{Severities: config.AlertingConfig{DefaultSeverity: "P2"}.Severities()}
+	f, errs := ParseWith(src, opts)
+	require.Empty(t, errs)
+	require.Len(t, f.Warnings, 1)
+	require.Equal(t, `13: group "public", rule 4, "NoSeverity": the label severity is missing; the rule routes as alerting.default_severity P2`, f.Warnings[0].Error())
+	rgs, info := f.Compile()
+	var got []string
+	for _, c := range info {
+		got = append(got, fmt.Sprintf("%s %q %s %s", c.Alert, c.Severity, c.Priority, c.Warmup))
+	}
+	require.Equal(t, []string{
+		`HostDown "critical" P0 0s`,
+		`DiskFilling "warning" P1 0s`,
+		`Note "Info" P2 0s`,
+		`NoSeverity "" P2 0s`,
+		`Mine "critical" P2 1m0s`,
+		`Held "P0" P0 3m0s`,
+	}, got)
+	r := rgs.Groups[0].Rules
+	require.Equal(t, map[string]string{"severity": "critical", "priority": "P0"}, r[0].Labels, "the severity stays as written")
+	require.Equal(t, "up == 0", r[0].Expr, "no warm-up: the expression is Prometheus' own")
+	require.Equal(t, map[string]string{"priority": "P2"}, r[3].Labels)
+	require.Equal(t, "P2", r[4].Labels["priority"], "a priority the rule sets wins")
+
+	// The same file as a pack: the default warm-up holds every rule.
+	_, info = mustParse(t, src).Compile()
+	require.Equal(t, DefaultWarmup, info[0].Warmup)
+
+	// A global default from rules.warmup.
+	opts.Warmup = 2 * time.Minute
+	f, errs = ParseWith(src, opts)
+	require.Empty(t, errs)
+	_, info = f.Compile()
+	require.Equal(t, 2*time.Minute, info[0].Warmup)
+	require.Equal(t, time.Minute, info[4].Warmup)
+	require.Equal(t, 3*time.Minute, info[5].Warmup)
+
+	// A custom map: its entries add to the defaults.
+	custom := config.AlertingConfig{SeverityMap: map[string]string{"sev1": "P0", "warning": "P2"}}.Severities()
+	f, errs = ParseWith([]byte("groups:\n  - name: g\n    rules:\n      - alert: A\n        expr: up == 0\n        labels: {severity: sev1}\n      - alert: B\n        expr: up == 0\n        labels: {severity: warning}\n      - alert: C\n        expr: up == 0\n        labels: {severity: critical}\n"), Options{Severities: custom})
+	require.Empty(t, errs)
+	_, info = f.Compile()
+	require.Equal(t, []string{"P0", "P2", "P0"}, []string{info[0].Priority, info[1].Priority, info[2].Priority})
+}
+
+func mustParse(t *testing.T, src []byte) *File {
+	t.Helper()
+	f, errs := Parse(src)
+	require.Empty(t, errs)
+	return f
+}
+
+// TestSeverityLabels: with alerting.severity_labels the map reads other
+// labels too, the first one present: level for rule sets that write it,
+// priority for those that write priority: high.
+func TestSeverityLabels(t *testing.T) {
+	src := []byte(`groups:
+  - name: g
+    labels: {level: warning}
+    rules:
+      - alert: Level
+        expr: a > 0
+        labels: {level: critical}
+      - alert: GroupLevel
+        expr: b > 0
+      - alert: Both
+        expr: c > 0
+        labels: {severity: info, level: critical}
+  - name: h
+    rules:
+      - alert: Priority
+        expr: d > 0
+        labels: {priority: high}
+`)
+	sevs := config.AlertingConfig{SeverityMap: map[string]string{"high": "P0"}, SeverityLabels: []string{"severity", "level", "priority"}}.Severities()
+	f, errs := ParseWith(src, Options{Severities: sevs})
+	require.Empty(t, errs)
+	require.Empty(t, f.Warnings)
+	rgs, info := f.Compile()
+	var got []string
+	rules := append(rgs.Groups[0].Rules, rgs.Groups[1].Rules...)
+	for i, c := range info {
+		got = append(got, c.Alert+" "+c.Severity+" "+c.Priority+" "+rules[i].Labels["priority"])
+	}
+	require.Equal(t, []string{"Level critical P0 P0", "GroupLevel warning P1 P1", "Both info P2 P2", "Priority high P0 P0"}, got)
+
+	// Without it, level is just a label, and priority must be a priority.
+	_, errs = ParseWith(src, PackOptions())
+	require.Len(t, errs, 1)
+	require.ErrorContains(t, errs[0], `"Priority": priority "high": want P0, P1 or P2`)
 }
