@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"regexp"
 	"runtime"
@@ -266,9 +267,28 @@ func silenceError(w http.ResponseWriter, err error) {
 }
 
 func (a amAPI) postSilence(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxAlertmanagerBody))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			amError(w, http.StatusRequestEntityTooLarge, "the silence is over %d bytes", tooLarge.Limit)
+			return
+		}
+		amError(w, http.StatusBadRequest, "cannot read the silence: %v", err)
+		return
+	}
 	var s notify.Silence
-	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxAlertmanagerBody)).Decode(&s); err != nil {
+	if err := json.Unmarshal(body, &s); err != nil {
 		amError(w, http.StatusBadRequest, "cannot parse the silence: %v", err)
+		return
+	}
+	// Alertmanager's API schema requires the createdBy key (an empty
+	// value passes) and answers a body without it 422.
+	var required struct {
+		CreatedBy *string `json:"createdBy"`
+	}
+	if json.Unmarshal(body, &required) == nil && required.CreatedBy == nil {
+		amError(w, http.StatusUnprocessableEntity, "createdBy in body is required")
 		return
 	}
 	id, err := a.n.SetSilence(s)

@@ -116,6 +116,10 @@ func TestAlertmanagerAPI(t *testing.T) {
 	f("POST", "/api/v2/silences", sil(`[{"name":"job","value":".*","isRegex":true}]`, 0, time.Hour, ""), 400, "would silence every alert")
 	f("POST", "/api/v2/silences", sil(`[{"name":"job","value":"x"}]`, time.Hour, 0, ""), 400, "is not after startsAt")
 	f("POST", "/api/v2/silences", sil(`[{"name":"job","value":"x"}]`, 0, time.Hour, "no-such-id"), 404, "not found")
+	// Alertmanager's schema: the createdBy key is required (empty passes);
+	// a body over the limit is 413, not a parse error.
+	f("POST", "/api/v2/silences", `{"matchers":[{"name":"job","value":"x"}],"startsAt":"`+tsf(0)+`","endsAt":"`+tsf(time.Hour)+`","comment":"c"}`, 422, "createdBy in body is required")
+	f("POST", "/api/v2/silences", `{"comment":"`+strings.Repeat("x", maxAlertmanagerBody)+`"}`, 413, "8388608 bytes")
 	code, body = do("POST", "/api/v2/silences", sil(`[{"name":"alertname","value":"Ext"}]`, time.Hour, 2*time.Hour, ""))
 	require.Equal(t, 200, code, body)
 	var created struct{ SilenceID string }
