@@ -177,9 +177,10 @@ func Explain(ctx context.Context, q Querier, spec Spec, o Options) (*Report, err
 		r.P95Series = append(r.P95Series, [2]Num{Num(unixSec(p.T)), Num(p.V)})
 	}
 
-	// sigAfter is the signals' after window: in a found rise, from the
-	// last point at the old level (the gauges now, not averaged with the
-	// step before).
+	// sigAfter is the signals' after window: in a found rise, from half a
+	// step before the first risen point (the gauges at the new level, not
+	// averaged with the old one), falling back to after where that holds
+	// too few samples.
 	var before, after, sigAfter [2]time.Time
 	switch {
 	case !o.At.IsZero():
@@ -197,7 +198,7 @@ func Explain(ctx context.Context, q Querier, spec Spec, o Options) (*Report, err
 			start := change.Add(-o.Step)
 			r.At, r.Status, r.Detected = unixSec(pts[k].T), StatusRise, true
 			after = [2]time.Time{start, now}
-			sigAfter = [2]time.Time{change, now}
+			sigAfter = [2]time.Time{pts[k].T.Add(-o.Step / 2), now}
 			w := minDur(o.Window, start.Sub(pts[0].T.Add(-o.Rate)))
 			before = [2]time.Time{start.Add(-w), start}
 		} else {
@@ -294,6 +295,9 @@ func Explain(ctx context.Context, q Querier, spec Spec, o Options) (*Report, err
 			return nil, fmt.Errorf("signal %s: %w", s.ID, err)
 		}
 		a, err := scalar(ctx, q, fill(s.Expr, sigAfter[1].Sub(sigAfter[0])), sigAfter[1])
+		if err == nil && !finite(a) && sigAfter != after {
+			a, err = scalar(ctx, q, fill(s.Expr, wa), after[1])
+		}
 		if err != nil {
 			return nil, fmt.Errorf("signal %s: %w", s.ID, err)
 		}

@@ -291,7 +291,7 @@ function Alerts() {
       ${gs.map((g) => html`<div class="group"><div class="ghead">${labelsText(g.labels) || "(all)"} <span class="meta">→ ${g.receiver.name}</span></div>
         <table><tbody>${g.alerts.map((a) => html`<tr data-alert=${a.fingerprint}><td><span class=${"sev " + (a.labels.severity || "")}>${a.labels.severity || "–"}</span></td>
           <td>${a.labels.alertname}</td><td>${a.labels.instance || a.annotations.breaching_instances || ""}</td><td>since ${fmtAgo(a.startsAt)}</td><td>${a.status.state}${a.status.silencedBy.length ? " (silenced)" : ""}</td>
-          <td>${a.annotations.summary || ""}</td><td>${a.generatorURL && html`<a href=${explorePath(a.generatorURL)}>query</a>`}${a.labels.job && html` <a data-testid="explain-alert" href=${withParams({ job: a.labels.job, model: a.labels.model_name || a.labels.model || "", instance: a.labels.instance || "", at: String(Math.floor(Date.parse(a.startsAt) / 1000)) }, "/model")}>explain</a>`}</td>
+          <td>${a.annotations.summary || ""}</td><td>${a.generatorURL && html`<a href=${explorePath(a.generatorURL)}>query</a>`}${a.labels.job && (a.labels.model_name || a.labels.model) && html` <a data-testid="explain-alert" href=${withParams({ job: a.labels.job, model: a.labels.model_name || a.labels.model || "", instance: a.labels.instance || "", at: String(Math.floor(Date.parse(a.startsAt) / 1000)) }, "/model")}>explain</a>`}</td>
           <td><button class="link" data-testid="silence-alert" onClick=${() => fromAlert(a.labels)}>silence</button></td></tr>`)}</tbody></table></div>`)}
     </${ListPanel}>
     <${ListPanel} id="pending" title="Pending (and held by warm-up)" st=${pending} rows=${pend.length}>
