@@ -34,7 +34,11 @@
 // rise when the statistic is at least 3 and the level after is 1.2× the
 // level before or more. The after window starts one step before the first
 // point of the new level (the requests that raised it were recorded
-// there), the before window is up to 10 minutes before that.
+// there), the before window is up to 10 minutes before that. Given a
+// time (an alert's start), the rise is looked for in the series up to it
+// (an alert fires after its for: duration, after the latency rose); when
+// there is none within 30 minutes before it, the windows are the 10
+// minutes before and after the given time.
 //
 // Windows' means are ratios of rates (rate of _sum over rate of _count),
 // so they are the exact means of the requests recorded in the window.

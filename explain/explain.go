@@ -182,8 +182,21 @@ func Explain(ctx context.Context, q Querier, spec Spec, o Options) (*Report, err
 	// averaged with the old one), falling back to after where that holds
 	// too few samples.
 	var before, after, sigAfter [2]time.Time
+	// Given a time (an alert's start), the rise that led to it is looked
+	// for in the series up to that time: an alert fires after its for:
+	// duration, minutes after the latency rose.
+	search := pts
+	if !o.At.IsZero() {
+		search = nil
+		for _, p := range pts {
+			if !p.T.After(o.At) {
+				search = append(search, p)
+			}
+		}
+	}
+	k, found := findRise(search)
 	switch {
-	case !o.At.IsZero():
+	case !o.At.IsZero() && !(found && o.At.Sub(search[k].T) <= 30*time.Minute):
 		at := o.At.Truncate(time.Second)
 		r.At, r.Status = unixSec(at), StatusRise
 		before = [2]time.Time{at.Add(-o.Window), at}
@@ -192,8 +205,8 @@ func Explain(ctx context.Context, q Querier, spec Spec, o Options) (*Report, err
 			after[1] = after[0].Add(o.Step)
 		}
 	default:
-		k, ok := findRise(pts)
-		if ok {
+		if found {
+			pts := search
 			change := pts[k-1].T
 			start := change.Add(-o.Step)
 			r.At, r.Status, r.Detected = unixSec(pts[k].T), StatusRise, true

@@ -159,6 +159,14 @@ func TestExplainSteadyAndGivenTime(t *testing.T) {
 	require.False(t, r.Detected)
 	require.Equal(t, "queue", r.Grew)
 	require.InDelta(t, 1, float64(r.Phases[0].Share), 0.02)
+
+	// An alert that fired at 18:20, after its for: duration: the rise
+	// before it is found.
+	r, err = Explain(context.Background(), q, sceneSpec(), Options{Now: time.Unix(1195, 0), At: time.Unix(1100, 0), Lookback: 19 * time.Minute})
+	require.NoError(t, err)
+	require.True(t, r.Detected)
+	require.InDelta(t, 900, r.At, 60)
+	require.Equal(t, "queue", r.Grew)
 }
 
 func TestExplainWithoutPhasesSaysWhatIsMissing(t *testing.T) {
