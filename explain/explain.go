@@ -216,7 +216,11 @@ func Explain(ctx context.Context, q Querier, spec Spec, o Options) (*Report, err
 			before = [2]time.Time{start.Add(-w), start}
 		} else {
 			r.Status = StatusSteady
+			// The two halves of what is stored, at most 5 minutes each.
 			w := minDur(o.Window/2, o.Lookback/2)
+			if len(pts) > 0 {
+				w = minDur(w, max(o.Step, now.Sub(pts[0].T.Add(-o.Rate))/2))
+			}
 			after = [2]time.Time{now.Add(-w), now}
 			before = [2]time.Time{now.Add(-2 * w), now.Add(-w)}
 			r.At = unixSec(after[0])

@@ -110,7 +110,7 @@ function CDFChart({ a, b }) {
     const u = new uPlot({
       width: node.clientWidth || 700, height: 260,
       scales: { x: { time: false, distr: 3 }, y: { range: [0, 1] } },
-      axes: [{ ...axis, values: (u, sp) => sp.map((v) => fmt(v, "s")) }, { ...axis, values: (u, sp) => sp.map((v) => Math.round(v * 100) + "%") }],
+      axes: [{ ...axis, values: (u, sp) => sp.map((v) => (v == null ? "" : fmt(v, "s"))) }, { ...axis, values: (u, sp) => sp.map((v) => Math.round(v * 100) + "%") }],
       series: [{ value: (u, v) => (v == null ? "" : "≤ " + fmt(v, "s")) },
         { label: a.name, stroke: "#3b82f6", width: 2, value: (u, v) => (v == null ? "" : (100 * v).toFixed(1) + "%") },
         { label: b.name, stroke: "#f59e0b", width: 2, value: (u, v) => (v == null ? "" : (100 * v).toFixed(1) + "%") }],
