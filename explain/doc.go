@@ -32,7 +32,10 @@
 // before and after differ most (a t-statistic of the two means against the
 // series' noise, estimated from successive differences). The split is a
 // rise when the statistic is at least 3 and the level after is 1.2× the
-// level before or more. The after window starts one step before the first
+// level before or more; a second rise within the new level (a step up
+// from a step up) is the one explained, as the most recent. The signals'
+// level after is read over the last two steps (the gauges now). The after
+// window starts one step before the first
 // point of the new level (the requests that raised it were recorded
 // there), the before window is up to 10 minutes before that. Given a
 // time (an alert's start), the rise is looked for in the series up to it

@@ -194,7 +194,7 @@ func Explain(ctx context.Context, q Querier, spec Spec, o Options) (*Report, err
 			}
 		}
 	}
-	k, found := findRise(search)
+	k, found := findLatestRise(search)
 	switch {
 	case !o.At.IsZero() && !(found && o.At.Sub(search[k].T) <= 30*time.Minute):
 		at := o.At.Truncate(time.Second)
@@ -211,7 +211,7 @@ func Explain(ctx context.Context, q Querier, spec Spec, o Options) (*Report, err
 			start := change.Add(-o.Step)
 			r.At, r.Status, r.Detected = unixSec(pts[k].T), StatusRise, true
 			after = [2]time.Time{start, now}
-			sigAfter = [2]time.Time{pts[k].T.Add(-o.Step / 2), now}
+			sigAfter = [2]time.Time{maxTime(pts[k].T.Add(-o.Step/2), now.Add(-2*o.Step)), now}
 			w := minDur(o.Window, start.Sub(pts[0].T.Add(-o.Rate)))
 			before = [2]time.Time{start.Add(-w), start}
 		} else {
@@ -360,6 +360,29 @@ func minTime(a, b time.Time) time.Time {
 }
 
 func minDur(a, b time.Duration) time.Duration { return max(min(a, b), time.Second) }
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// findLatestRise returns the most recent rise: after the largest one, a
+// rise within its new level (a second step up) wins.
+func findLatestRise(pts []Point) (int, bool) {
+	k, ok := findRise(pts)
+	if !ok {
+		return 0, false
+	}
+	for {
+		k2, ok2 := findRise(pts[k:])
+		if !ok2 {
+			return k, true
+		}
+		k += k2
+	}
+}
 
 // findRise returns the index of the first point of the new level when the
 // series rose: the split maximising the difference of the means before

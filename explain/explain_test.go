@@ -239,3 +239,34 @@ func round(cdf [][2]Num) [][2]Num {
 	}
 	return out
 }
+
+// Two steps up: decode at 10:00 (e2e 2 s → 4 s), then the queue at 16:40
+// (4 s → 10 s). The most recent is explained.
+const twoStepScene = `
+load 5s
+  e2e_bucket{le="1"}    0x239
+  e2e_bucket{le="2.5"}  0+1x119 120x119
+  e2e_bucket{le="5"}    0+1x199 200x39
+  e2e_bucket{le="10"}   0+1x239
+  e2e_bucket{le="+Inf"} 0+1x239
+  e2e_sum               0+2x119 240+4x79 560+10x39
+  e2e_count             0+1x239
+  queue_sum             0+0.1x199 20+6.1x39
+  queue_count           0+1x239
+  decode_sum            0+1.9x119 228+3.9x119
+  decode_count          0+1x239
+  waiting               0x199 20x39
+  kv                    0.5x239
+  gpu                   40x239
+`
+
+func TestExplainTheLatestRise(t *testing.T) {
+	q := newQuerier(t, twoStepScene)
+	r, err := Explain(context.Background(), q, sceneSpec(), Options{Now: time.Unix(1195, 0), Lookback: 19 * time.Minute})
+	require.NoError(t, err)
+	require.Equal(t, StatusRise, r.Status, r.Summary)
+	require.InDelta(t, 1000, r.At, 60, r.Summary)
+	require.Equal(t, "queue", r.Grew, r.Summary)
+	require.Equal(t, "waiting", r.Signals[0].ID)
+	require.InDelta(t, 20, float64(r.Signals[0].After), 0.01, "the gauge now")
+}
