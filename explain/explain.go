@@ -177,10 +177,10 @@ func Explain(ctx context.Context, q Querier, spec Spec, o Options) (*Report, err
 		r.P95Series = append(r.P95Series, [2]Num{Num(unixSec(p.T)), Num(p.V)})
 	}
 
-	// sigAfter is the signals' after window: in a found rise, from half a
-	// step before the first risen point (the gauges at the new level, not
-	// averaged with the old one), falling back to after where that holds
-	// too few samples.
+	// sigAfter is the signals' after window: in a found rise, the last two
+	// steps but none before half a step ahead of the first risen point
+	// (the gauges at their level now, not averaged with the old one); the
+	// after window where that holds too few samples.
 	var before, after, sigAfter [2]time.Time
 	// Given a time (an alert's start), the rise that led to it is looked
 	// for in the series up to that time: an alert fires after its for:
