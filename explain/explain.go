@@ -212,14 +212,14 @@ func Explain(ctx context.Context, q Querier, spec Spec, o Options) (*Report, err
 			r.At, r.Status, r.Detected = unixSec(pts[k].T), StatusRise, true
 			after = [2]time.Time{start, now}
 			sigAfter = [2]time.Time{maxTime(pts[k].T.Add(-o.Step/2), now.Add(-2*o.Step)), now}
-			w := minDur(o.Window, start.Sub(pts[0].T.Add(-o.Rate)))
+			w := minDur(o.Window, max(o.Step, start.Sub(pts[0].T)))
 			before = [2]time.Time{start.Add(-w), start}
 		} else {
 			r.Status = StatusSteady
 			// The two halves of what is stored, at most 5 minutes each.
 			w := minDur(o.Window/2, o.Lookback/2)
 			if len(pts) > 0 {
-				w = minDur(w, max(o.Step, now.Sub(pts[0].T.Add(-o.Rate))/2))
+				w = minDur(w, max(o.Step, now.Sub(pts[0].T)/2))
 			}
 			after = [2]time.Time{now.Add(-w), now}
 			before = [2]time.Time{now.Add(-2 * w), now.Add(-w)}
