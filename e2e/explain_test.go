@@ -48,7 +48,8 @@ func controlDemo(t *testing.T, instance, body string) {
 // TestExplainScenarios runs `appliance demo` and makes one instance's
 // queue grow ({"queue": 23}) and another's decode slow ({"decode_slow":
 // 4}). For each, the test waits until the instance's e2e P95 (rate over
-// 1 m, as the dashboard draws it) is 1.5× its baseline, then asks the
+// 1 m, as the dashboard draws it) is 1.5× its level of the two minutes
+// before (the mean of the P95 series), then asks the
 // explain API once, at that moment: it must name the phase that grew
 // (queue, then decode) with most of the rise, and for the queue the two
 // top-ranked signals that moved are the requests waiting and the KV
@@ -75,13 +76,20 @@ func TestExplainScenarios(t *testing.T) {
 		return code == http.StatusOK && json.Unmarshal(r.Data, &services) == nil && len(services) == 2
 	})
 	job, model := services[0].Job, services[0].Model
-	p95 := func(instance string) float64 {
-		v := p.instant(fmt.Sprintf(`histogram_quantile(0.95, sum by (le) (rate(vllm:e2e_request_latency_seconds_bucket{job=%q,model_name=%q,instance=%q}[1m])))`, job, model, instance), time.Time{})
+	p95Expr := func(instance string) string {
+		return fmt.Sprintf(`histogram_quantile(0.95, sum by (le) (rate(vllm:e2e_request_latency_seconds_bucket{job=%q,model_name=%q,instance=%q}[1m])))`, job, model, instance)
+	}
+	one := func(expr string) float64 {
+		v := p.instant(expr, time.Time{})
 		if len(v) != 1 {
 			return math.NaN()
 		}
 		return value(t, v[0])
 	}
+	p95 := func(instance string) float64 { return one(p95Expr(instance)) }
+	// The level before: the P95's mean over the last two minutes (one
+	// point in a spike is no level).
+	level := func(instance string) float64 { return one(`avg_over_time((` + p95Expr(instance) + `)[2m:15s])`) }
 	// A baseline: two minutes of scrapes, so the P95 series has a level.
 	eventually(t, 4*time.Minute, "two minutes of baseline", func() bool {
 		v := p.instant(fmt.Sprintf(`count_over_time(vllm:e2e_request_latency_seconds_count{model_name=%q,instance=%q}[3m])`, model, queued), time.Time{})
@@ -97,7 +105,7 @@ func TestExplainScenarios(t *testing.T) {
 		return rep
 	}
 	rise := func(instance, control string) explainReport {
-		base := p95(instance)
+		base := level(instance)
 		require.False(t, math.IsNaN(base), "baseline P95 of %s", instance)
 		// Before the control the demo's own load spikes may show as a
 		// rise; the answer is logged, not checked.
