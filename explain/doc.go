@@ -37,7 +37,9 @@
 // level after is read over the last two steps (the gauges now). The after
 // window starts one step before the first
 // point of the new level (the requests that raised it were recorded
-// there), the before window is up to 10 minutes before that. Given a
+// there), the before window is up to 10 minutes before that; when the P95
+// of the after window is not 1.1× the before window's, the step was a
+// spike at the edge and the answer is steady. Given a
 // time (an alert's start), the rise is looked for in the series up to it
 // (an alert fires after its for: duration, after the latency rose); when
 // there is none within 30 minutes before it, the windows are the 10

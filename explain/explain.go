@@ -253,6 +253,11 @@ func Explain(ctx context.Context, q Querier, spec Spec, o Options) (*Report, err
 		}
 	}
 	r.P95 = Change{Num(pb), Num(pa)}
+	if r.Detected && finite(pb) && finite(pa) && pa < 1.1*pb {
+		// A step in the P95 series that the windows' P95 does not show
+		// (a short spike at the edge) is no rise to explain.
+		r.Status, r.Detected = StatusSteady, false
+	}
 	if !finite(ma) && !finite(mb) && len(pts) == 0 {
 		r.Status = StatusNoData
 		r.Summary = "No requests of " + spec.Service + " recorded in the last " + o.Lookback.String() + ": nothing to explain."
