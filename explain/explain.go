@@ -374,14 +374,16 @@ func maxTime(a, b time.Time) time.Time {
 }
 
 // findLatestRise returns the most recent rise: after the largest one, a
-// rise within its new level (a second step up) wins.
+// rise within its new level (a step up from a step up, two points after
+// it or more) wins. The noise is the whole series'.
 func findLatestRise(pts []Point) (int, bool) {
-	k, ok := findRise(pts)
+	sigma := noise(pts)
+	k, ok := findRise(pts, 3, sigma)
 	if !ok {
 		return 0, false
 	}
 	for {
-		k2, ok2 := findRise(pts[k:])
+		k2, ok2 := findRise(pts[k:], 2, sigma)
 		if !ok2 {
 			return k, true
 		}
@@ -389,32 +391,41 @@ func findLatestRise(pts []Point) (int, bool) {
 	}
 }
 
-// findRise returns the index of the first point of the new level when the
-// series rose: the split maximising the difference of the means before
-// and after, weighted by sqrt(nb·na/(nb+na)) and divided by the noise
-// (from successive differences); a rise needs a statistic of 3 and a
-// level after of 1.2× the level before.
-func findRise(pts []Point) (int, bool) {
-	n := len(pts)
-	if n < 4 {
-		return 0, false
+// noise estimates the series' noise from its successive differences:
+// their median absolute value is 0.954·σ for white noise; at least 1 %
+// of the mean.
+func noise(pts []Point) float64 {
+	if len(pts) < 2 {
+		return 1e-9
 	}
-	diffs := make([]float64, 0, n-1)
-	for i := 1; i < n; i++ {
-		diffs = append(diffs, math.Abs(pts[i].V-pts[i-1].V))
+	diffs := make([]float64, 0, len(pts)-1)
+	var sum float64
+	for i, p := range pts {
+		sum += p.V
+		if i > 0 {
+			diffs = append(diffs, math.Abs(p.V-pts[i-1].V))
+		}
 	}
 	sort.Float64s(diffs)
-	// The median absolute successive difference of white noise is
-	// 0.954·σ.
-	sigma := diffs[len(diffs)/2] / 0.954
+	return math.Max(diffs[len(diffs)/2]/0.954, 0.01*math.Abs(sum/float64(len(pts)))+1e-9)
+}
+
+// findRise returns the index of the first point of the new level when the
+// series rose: the split (minBefore points before it or more) maximising
+// the difference of the means before and after, weighted by
+// sqrt(nb·na/(nb+na)) and divided by the noise sigma; a rise needs a
+// statistic of 3 and a level after of 1.2× the level before.
+func findRise(pts []Point, minBefore int, sigma float64) (int, bool) {
+	n := len(pts)
+	if n < minBefore+1 {
+		return 0, false
+	}
 	prefix := make([]float64, n+1)
 	for i, p := range pts {
 		prefix[i+1] = prefix[i] + p.V
 	}
-	var meanAll = prefix[n] / float64(n)
-	sigma = math.Max(sigma, 0.01*math.Abs(meanAll)+1e-9)
 	best, bestScore := 0, 0.0
-	for k := 3; k < n; k++ {
+	for k := minBefore; k < n; k++ {
 		nb, na := float64(k), float64(n-k)
 		mb, ma := prefix[k]/nb, (prefix[n]-prefix[k])/na
 		score := (ma - mb) * math.Sqrt(nb*na/(nb+na)) / sigma
@@ -432,7 +443,7 @@ func findRise(pts []Point) (int, bool) {
 	// The first point of the new level: walk back from the split while
 	// the points are nearer the level after than the level before.
 	k := best
-	for k > 3 && pts[k-1].V-mb > ma-pts[k-1].V {
+	for k > minBefore && pts[k-1].V-mb > ma-pts[k-1].V {
 		k--
 	}
 	return k, true
