@@ -31,12 +31,14 @@
 //     measured on the wall clock.
 //   - GET /v1/models, /health, /version.
 //   - GET and POST /demo/control with ControlRequest, e.g. {"slow": 3},
-//     {"down": true}, {"restart": true},
+//     {"queue": 20} (a standing backlog: requests waiting, KV cache full,
+//     queue time up, prefill and decode unchanged), {"decode_slow": 3}
+//     (the decode phase alone slower), {"down": true}, {"restart": true},
 //     {"first_token_ms": 300, "per_token_ms": 20}. It keeps working while
 //     the instance is down.
 //
-// The same controls are methods: Instance.SetSlow, SetDown, Restart,
-// SetStreamDelays, and Fleet.SetAllSlow.
+// The same controls are methods: Instance.SetSlow, SetQueue,
+// SetDecodeSlow, SetDown, Restart, SetStreamDelays, and Fleet.SetAllSlow.
 //
 // # Showcase
 //

@@ -23,6 +23,8 @@ type Instance struct {
 	rng        *rand.Rand
 	last       time.Time // simulation time reached
 	slow       float64
+	backlog    float64 // standing queue per model (SetQueue)
+	decodeSlow float64 // decode-only factor (SetDecodeSlow)
 	down       bool
 	firstToken time.Duration
 	perToken   time.Duration
@@ -43,6 +45,8 @@ func newInstance(index int, opts *FleetOptions) *Instance {
 		opts:  opts,
 		rng:   rand.New(rand.NewPCG(uint64(opts.Seed), mix64(uint64(index)+1))),
 		slow:  1,
+		// decodeSlow multiplies inter-token times only.
+		decodeSlow: 1,
 	}
 	for m, name := range opts.Models {
 		ms := newModelState(name)
@@ -109,6 +113,37 @@ func (in *Instance) SetSlow(factor float64) {
 	defer in.mu.Unlock()
 	in.advanceLocked(in.opts.Now())
 	in.slow = factor
+	in.updateGaugesLocked(in.last)
+}
+
+// SetQueue gives every model of the instance a standing backlog of n
+// requests the scheduler does not admit (the KV cache is full): n more
+// requests waiting, KV-cache usage near 100 %, and each request's queue
+// time longer by n / arrival rate (Little's law); prefill and decode stay
+// as they were. 0 clears it; a negative or non-finite n is taken as 0.
+func (in *Instance) SetQueue(n float64) {
+	if !(n > 0) || math.IsInf(n, 0) {
+		n = 0
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	in.advanceLocked(in.opts.Now())
+	in.backlog = math.Round(n)
+	in.updateGaugesLocked(in.last)
+}
+
+// SetDecodeSlow multiplies the decode phase alone (every inter-token time,
+// so TPOT, ITL, decode and e2e) by factor; queue and prefill stay. With
+// longer requests more run at once (Little's law). 1 is normal; a factor
+// that is not a positive number is taken as 1.
+func (in *Instance) SetDecodeSlow(factor float64) {
+	if !(factor > 0) || math.IsInf(factor, 0) {
+		factor = 1
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	in.advanceLocked(in.opts.Now())
+	in.decodeSlow = factor
 	in.updateGaugesLocked(in.last)
 }
 

@@ -133,7 +133,11 @@ func writeJSON(w http.ResponseWriter, status int, v any) int {
 // ControlRequest is the body of POST /demo/control. Absent fields leave
 // the setting alone. The control endpoint works while the instance is down.
 type ControlRequest struct {
-	Slow         *float64 `json:"slow,omitempty"`
+	Slow *float64 `json:"slow,omitempty"`
+	// Queue is a standing backlog of requests per model (SetQueue).
+	Queue *float64 `json:"queue,omitempty"`
+	// DecodeSlow slows the decode phase alone (SetDecodeSlow).
+	DecodeSlow   *float64 `json:"decode_slow,omitempty"`
 	Down         *bool    `json:"down,omitempty"`
 	Restart      bool     `json:"restart,omitempty"`
 	FirstTokenMS *float64 `json:"first_token_ms,omitempty"`
@@ -146,6 +150,8 @@ type ControlState struct {
 	Addr             string   `json:"addr"`
 	Models           []string `json:"models"`
 	Slow             float64  `json:"slow"`
+	Queue            float64  `json:"queue"`
+	DecodeSlow       float64  `json:"decode_slow"`
 	Down             bool     `json:"down"`
 	FirstTokenMS     float64  `json:"first_token_ms"`
 	PerTokenMS       float64  `json:"per_token_ms"`
@@ -156,7 +162,7 @@ func (in *Instance) controlState() ControlState {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	return ControlState{
-		Instance: in.index, Addr: in.addr, Models: in.Models(), Slow: in.slow, Down: in.down,
+		Instance: in.index, Addr: in.addr, Models: in.Models(), Slow: in.slow, Queue: in.backlog, DecodeSlow: in.decodeSlow, Down: in.down,
 		FirstTokenMS: float64(in.firstToken) / 1e6, PerTokenMS: float64(in.perToken) / 1e6,
 		ProcessStartTime: in.proc.start,
 	}
@@ -177,13 +183,14 @@ func (in *Instance) serveControl(w http.ResponseWriter, r *http.Request) {
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
 		writeJSON(w, http.StatusBadRequest, map[string]string{
-			"error": fmt.Sprintf("cannot parse control request: %v; expected e.g. {\"slow\": 3}, {\"down\": true}, {\"restart\": true}, {\"first_token_ms\": 300, \"per_token_ms\": 20}", err)})
+			"error": fmt.Sprintf("cannot parse control request: %v; expected e.g. {\"slow\": 3}, {\"queue\": 20}, {\"decode_slow\": 3}, {\"down\": true}, {\"restart\": true}, {\"first_token_ms\": 300, \"per_token_ms\": 20}", err)})
 		return
 	}
 	bad := func(f *float64) bool { return f != nil && (*f < 0 || math.IsNaN(*f) || math.IsInf(*f, 0)) }
-	if req.Slow != nil && !(*req.Slow > 0) || bad(req.Slow) || bad(req.FirstTokenMS) || bad(req.PerTokenMS) {
+	if req.Slow != nil && !(*req.Slow > 0) || req.DecodeSlow != nil && !(*req.DecodeSlow > 0) ||
+		bad(req.Slow) || bad(req.DecodeSlow) || bad(req.Queue) || bad(req.FirstTokenMS) || bad(req.PerTokenMS) {
 		writeJSON(w, http.StatusBadRequest, map[string]string{
-			"error": "slow must be a positive number and first_token_ms, per_token_ms non-negative"})
+			"error": "slow and decode_slow must be positive numbers and queue, first_token_ms, per_token_ms non-negative"})
 		return
 	}
 	if req.Restart {
@@ -191,6 +198,12 @@ func (in *Instance) serveControl(w http.ResponseWriter, r *http.Request) {
 	}
 	if req.Slow != nil {
 		in.SetSlow(*req.Slow)
+	}
+	if req.Queue != nil {
+		in.SetQueue(*req.Queue)
+	}
+	if req.DecodeSlow != nil {
+		in.SetDecodeSlow(*req.DecodeSlow)
 	}
 	if req.FirstTokenMS != nil || req.PerTokenMS != nil {
 		in.mu.Lock()

@@ -130,7 +130,7 @@ func (in *Instance) rateAt(m int, t time.Time) float64 {
 func (in *Instance) loadAt(m int, rate float64) load {
 	p := &in.models[m].prof
 	// Mean e2e: TTFT plus mean output (median·e^(σ²/2), σ=0.8) times ITL.
-	e2e := (0.08 + p.outMedian*1.377*p.itlMedian) * in.slow
+	e2e := (0.08 + p.outMedian*1.377*p.itlMedian*in.decodeSlow) * in.slow
 	l := load{rate: rate, conc: rate * e2e}
 	l.util = l.conc / batchCapacity
 	l.itlF = 1 + 0.3*math.Min(l.util, 1)
@@ -140,6 +140,10 @@ func (in *Instance) loadAt(m int, rate float64) load {
 	if l.conc > batchCapacity && rate > 0 {
 		// Saturated: the backlog drains at the arrival rate.
 		l.queue += (l.conc - batchCapacity) / rate
+	}
+	if in.backlog > 0 && rate > 0 {
+		// A standing backlog (SetQueue) drains at the arrival rate.
+		l.queue += in.backlog / rate
 	}
 	return l
 }
@@ -188,7 +192,7 @@ func (in *Instance) sampleRequest(m int, l load) simRequest {
 	q.queue = logNormal(r, l.queue, 1.0)
 	q.prefill = (prefillBase + q.prompt/p.prefillTPS) * logNormal(r, 1, 0.25) * l.ttftF * in.slow
 	q.ttft = q.queue + q.prefill + ttftOverhead*in.slow
-	q.itlMean = logNormal(r, p.itlMedian, 0.2) * l.itlF * in.slow
+	q.itlMean = logNormal(r, p.itlMedian, 0.2) * l.itlF * in.slow * in.decodeSlow
 	q.decode = (q.out - 1) * q.itlMean
 	q.e2e = q.ttft + q.decode
 	q.hits = math.Min(q.prompt, math.Floor(q.prompt*p.prefixHitRatio*2*r.Float64()/16)*16)
@@ -319,6 +323,11 @@ func (in *Instance) updateGaugesLocked(now time.Time) {
 		}
 		p := &ms.prof
 		kv := running * (p.promptMedian*1.5 + p.outMedian*0.7) * logNormal(in.rng, 1, 0.15) / kvCacheTokens
+		if in.backlog > 0 {
+			// The backlog waits because the KV cache is full.
+			waiting += in.backlog
+			kv = math.Max(kv, 0.96+0.03*in.rng.Float64())
+		}
 		ms.running, ms.waiting, ms.kvUsage = running, waiting, math.Min(1, kv)
 	}
 }

@@ -243,3 +243,33 @@ func TestSetDown(t *testing.T) {
 	require.Equal(t, 200, code)
 	require.Equal(t, count, requestCount(t, in, "llama-3.1-8b-instruct"), "no traffic while down")
 }
+
+// TestSetQueueAndDecodeSlow: a standing backlog raises the queue time, the
+// waiting requests and the KV cache and leaves prefill and decode alone;
+// a slow decode raises decode alone.
+func TestSetQueueAndDecodeSlow(t *testing.T) {
+	f, clock := startFleet(t, nil)
+	in := f.Instance(0)
+	const m = "qwen2.5-7b-instruct"
+	mean := func(name string) float64 { return meanOver(t, in, clock, name, m, 10*time.Minute) }
+	q0, p0, d0 := mean("vllm:request_queue_time_seconds"), mean("vllm:request_prefill_time_seconds"), mean("vllm:request_decode_time_seconds")
+
+	in.SetQueue(20)
+	q1, p1, d1 := mean("vllm:request_queue_time_seconds"), mean("vllm:request_prefill_time_seconds"), mean("vllm:request_decode_time_seconds")
+	t.Logf("queue %.3fs -> %.3fs, prefill %.3fs -> %.3fs, decode %.3fs -> %.3fs", q0, q1, p0, p1, d0, d1)
+	require.Greater(t, q1, q0+3, "the backlog waits")
+	require.InDelta(t, 1, p1/p0, 0.25)
+	require.InDelta(t, 1, d1/d0, 0.25)
+	mfs := scrape(t, f, 0)
+	require.GreaterOrEqual(t, metricValue(t, mfs, "vllm:num_requests_waiting", "model_name", m), 20.0)
+	require.Greater(t, metricValue(t, mfs, "vllm:kv_cache_usage_perc", "model_name", m), 0.95)
+
+	in.SetQueue(0)
+	in.SetDecodeSlow(3)
+	q2, d2 := mean("vllm:request_queue_time_seconds"), mean("vllm:request_decode_time_seconds")
+	require.InDelta(t, 3, d2/d0, 0.9, "decode ratio")
+	require.Less(t, q2, q0*2+0.01, "the queue is back to normal")
+
+	in.SetDecodeSlow(-1)
+	require.Equal(t, 1.0, in.controlState().DecodeSlow)
+}

@@ -53,6 +53,7 @@ func (s *Server) mountApplianceAPI(e *echo.Echo) {
 	e.GET("/api/v1/appliance/annotations", a.listAnnotations, guard)
 	e.POST("/api/v1/appliance/annotations", a.postAnnotation, guard)
 	e.GET("/api/v1/appliance/digest/preview", s.digestPreview)
+	a.mountExplain(e, guard)
 }
 
 // apiWarnings is the envelope with Prometheus' warnings field.

@@ -96,11 +96,17 @@ type Engine struct {
 	NotIf []string `yaml:"not_if"`
 	// Metrics maps a key to candidate names, first existing one wins.
 	Metrics map[string][]string `yaml:"metrics"`
+	// Breakdown names the request's phases (breakdown.go); nil for none.
+	Breakdown *BreakdownDef `yaml:"breakdown"`
+	// Signals are what explain reads next to the phases.
+	Signals []SignalDef `yaml:"signals"`
 }
 
 // Engines is engines.yaml.
 type Engines struct {
 	Engines map[string]*Engine `yaml:"engines"`
+	// Signals are the box's own signals, read for every service.
+	Signals []SignalDef `yaml:"signals"`
 	// Order is the order of the engines in the file (identification
 	// tries them in this order).
 	Order []string `yaml:"-"`
@@ -154,6 +160,9 @@ func NewCatalog() (*Catalog, error) {
 		return nil, err
 	}
 	c := &Catalog{Engines: eng}
+	if errs := c.checkBreakdowns(); len(errs) > 0 {
+		return nil, fmt.Errorf("engines.yaml: %w", errors.Join(errs...))
+	}
 	files, err := embedded.ReadDir("dashboards")
 	if err != nil {
 		return nil, fmt.Errorf("read embedded dashboards: %w", err)

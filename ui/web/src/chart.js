@@ -252,7 +252,7 @@ function useUplot(make, deps) {
   return el;
 }
 
-function TimeChart({ xs, series, panel, step }) {
+export function TimeChart({ xs, series, panel, step }) {
   const ctx = useContext(PageCtx);
   const el = useUplot((width, node) => {
     let ys = series.map((s) => s.ys);

@@ -6,6 +6,7 @@ import { instantQuery, PageCtx, Panel, rangeQuery, ResultChart, isHeatmap, MAX_S
 import { api, fmt, fmtAgo, fmtTime, isAbort, legendFor, navigate, num, withParams } from "./util.js";
 import { Completer } from "./complete.js";
 import { SLO_PAGES } from "./slo.js";
+import { BreakdownPanel, EXPLAIN_PAGES, ExplainPanel } from "./explain.js";
 
 // useAPI fetches one endpoint; reloads on deps and the refresh tick.
 export function useAPI(path, qs, deps, fallback) {
@@ -141,7 +142,8 @@ function Model({ p }) {
   const qp = new URLSearchParams(p);
   qp.set("job", job); qp.set("model", model);
   return html`<${Dashboard} id="model" p=${qp} sel=${sel} head=${html`<div class="bar"><${ServicePicker} list=${list} job=${job} model=${model} />
-    <span class="meta">${svc.engine} · selector <code>${sel || "(none)"}</code></span></div>`} />`;
+    <span class="meta">${svc.engine} · selector <code>${sel || "(none)"}</code></span></div>
+    <div class="grid why"><${ExplainPanel} svc=${svc} instance=${inst} at=${p.get("at")} /><${BreakdownPanel} svc=${svc} instance=${inst} /></div>`} />`;
 }
 
 function Probes({ p }) { return html`<${Dashboard} id="probes" p=${p} sel=${p.get("instance") ? `instance=${JSON.stringify(p.get("instance"))}` : ""} />`; }
@@ -289,7 +291,7 @@ function Alerts() {
       ${gs.map((g) => html`<div class="group"><div class="ghead">${labelsText(g.labels) || "(all)"} <span class="meta">→ ${g.receiver.name}</span></div>
         <table><tbody>${g.alerts.map((a) => html`<tr data-alert=${a.fingerprint}><td><span class=${"sev " + (a.labels.severity || "")}>${a.labels.severity || "–"}</span></td>
           <td>${a.labels.alertname}</td><td>${a.labels.instance || a.annotations.breaching_instances || ""}</td><td>since ${fmtAgo(a.startsAt)}</td><td>${a.status.state}${a.status.silencedBy.length ? " (silenced)" : ""}</td>
-          <td>${a.annotations.summary || ""}</td><td>${a.generatorURL && html`<a href=${explorePath(a.generatorURL)}>query</a>`}</td>
+          <td>${a.annotations.summary || ""}</td><td>${a.generatorURL && html`<a href=${explorePath(a.generatorURL)}>query</a>`}${a.labels.job && (a.labels.model_name || a.labels.model) && html` <a data-testid="explain-alert" href=${withParams({ job: a.labels.job, model: a.labels.model_name || a.labels.model || "", instance: a.labels.instance || "", at: String(Math.floor(Date.parse(a.startsAt) / 1000)) }, "/model")}>explain</a>`}</td>
           <td><button class="link" data-testid="silence-alert" onClick=${() => fromAlert(a.labels)}>silence</button></td></tr>`)}</tbody></table></div>`)}
     </${ListPanel}>
     <${ListPanel} id="pending" title="Pending (and held by warm-up)" st=${pending} rows=${pend.length}>
@@ -380,4 +382,4 @@ function Explore({ p }) {
     </section>`;
 }
 
-export const PAGES = { "/": Overview, "/model": Model, "/probes": Probes, "/hardware": Hardware, "/targets": Targets, "/alerts": Alerts, "/explore": Explore, ...SLO_PAGES };
+export const PAGES = { "/": Overview, "/model": Model, "/probes": Probes, "/hardware": Hardware, "/targets": Targets, "/alerts": Alerts, "/explore": Explore, ...SLO_PAGES, ...EXPLAIN_PAGES };
