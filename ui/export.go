@@ -57,7 +57,7 @@ func (s *Server) export(c echo.Context) error {
 		return apiError(c, http.StatusBadRequest, "bad_data", err.Error())
 	}
 	now := time.Now()
-	mint, err := parseExportTime(req.Form.Get("start"), math.MinInt64/2)
+	mint, err := parseExportTime(req.Form.Get("start"), 0)
 	if err != nil {
 		return apiError(c, http.StatusBadRequest, "bad_data", "invalid parameter \"start\": "+err.Error())
 	}
