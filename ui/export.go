@@ -160,11 +160,11 @@ func (s *Server) export(c echo.Context) error {
 }
 
 // abortExport ends an export whose answer has begun: the status is sent
-// already, so the error can only cut the stream short, which a reader sees
-// as a last line that does not parse.
+// already, so the error aborts the connection, and the client sees a body
+// cut short (an incomplete chunked encoding), never a clean end.
 func (s *Server) abortExport(err error) error {
 	s.logger.Warn("export cut short", "err", err)
-	return nil
+	panic(http.ErrAbortHandler)
 }
 
 // appendExportLine appends one JSON line for a series' samples.
