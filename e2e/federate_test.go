@@ -14,7 +14,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -95,20 +94,6 @@ func startExternal(t *testing.T, bin, addr, readyPath string, args ...string) *e
 		return resp.StatusCode == http.StatusOK
 	})
 	return &external{addr: addr, out: p}
-}
-
-// seriesKey is a label set written as one sorted string.
-func seriesKey(m map[string]string) string {
-	names := make([]string, 0, len(m))
-	for n := range m {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	var b strings.Builder
-	for _, n := range names {
-		fmt.Fprintf(&b, "%s=%q,", n, m[n])
-	}
-	return b.String()
 }
 
 // TestFederateScrapedByPrometheus: a real Prometheus scrapes the

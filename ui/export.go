@@ -3,7 +3,6 @@ package ui
 import (
 	"bufio"
 	"bytes"
-	"compress/gzip"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -31,7 +30,7 @@ func (s *Server) mountFederation(e *echo.Echo) {
 	e.GET("/federate", s.federate)
 	e.GET("/api/v1/export", s.export)
 	e.POST("/api/v1/export", s.export)
-	e.POST("/api/v1/import", s.importJSONLines, s.ingestGate, s.limitBody)
+	e.POST("/api/v1/import", s.importJSONLines, s.ingestGate, s.limitBody, s.decodeBody)
 }
 
 // export serves /api/v1/export in VictoriaMetrics' JSON-lines format, one
@@ -246,12 +245,12 @@ type exportLine struct {
 }
 
 // importJSONLines stores a body in the format /api/v1/export writes (and
-// VictoriaMetrics' /api/v1/import takes), gzip-compressed when
-// Content-Encoding says so. The body is read line by line and committed
-// (with its fsync) every importBatchSamples samples, so memory stays
-// bounded; a bad line answers 400 naming it and how many samples of the
-// lines before it were stored. extra_label=name=value adds labels to every
-// series, as in VictoriaMetrics.
+// VictoriaMetrics' /api/v1/import takes); decodeBody undoes a
+// Content-Encoding. The body is read line by line and committed (with its
+// fsync) every importBatchSamples samples, so memory stays bounded; a bad
+// line answers 400 naming it and which lines before it were stored.
+// extra_label=name=value adds labels to every series, as in
+// VictoriaMetrics.
 func (s *Server) importJSONLines(c echo.Context) error {
 	req := c.Request()
 	extra, err := parseExtraLabels(req.URL.Query()["extra_label"])
@@ -259,29 +258,20 @@ func (s *Server) importJSONLines(c echo.Context) error {
 		return apiError(c, http.StatusBadRequest, "bad_data", err.Error())
 	}
 	if err := s.ingestBlocked(); err != nil {
-		_, herr := s.importError(c, err, 0, "")
-		return herr
-	}
-	var body io.Reader = req.Body
-	if strings.EqualFold(req.Header.Get("Content-Encoding"), "gzip") {
-		zr, err := gzip.NewReader(req.Body)
-		if err != nil {
-			return apiError(c, http.StatusBadRequest, "bad_data", "gzip body: "+err.Error())
-		}
-		defer zr.Close()
-		body = zr
+		return refuseImport(c, s.ingestRefusal(err, 0, "", importStored{}))
 	}
 	limits := s.labelLimits()
-	br := bufio.NewReaderSize(body, 256<<10)
+	br := bufio.NewReaderSize(req.Body, 256<<10)
 	var (
-		stored, pending int
-		lineNo          int
-		lb              = labels.NewBuilder(labels.EmptyLabels())
-		app             = s.opts.Storage.AppenderV2(appstorage.WithSyncCommit(req.Context()))
+		stored  importStored // committed
+		pending int
+		lineNo  int
+		lb      = labels.NewBuilder(labels.EmptyLabels())
+		app     = s.opts.Storage.AppenderV2(appstorage.WithSyncCommit(req.Context()))
 	)
 	fail := func(code int, msg string) error {
 		_ = app.Rollback()
-		return apiError(c, code, "bad_data", fmt.Sprintf("line %d: %s; %d samples of the lines before it were stored", lineNo, msg, stored))
+		return apiError(c, code, "bad_data", fmt.Sprintf("line %d: %s", lineNo, msg)+stored.note())
 	}
 	for {
 		raw, rerr := br.ReadBytes('\n')
@@ -320,9 +310,9 @@ func (s *Server) importJSONLines(c echo.Context) error {
 					return fail(http.StatusBadRequest, fmt.Sprintf("value at position %d: %s", i, err))
 				}
 				if _, err := app.Append(0, lset, 0, l.Timestamps[i], v, nil, nil, storage.AOptions{}); err != nil {
-					if ok, herr := s.importError(c, err, pending, fmt.Sprintf("line %d", lineNo)); ok {
+					if r := s.ingestRefusal(err, pending, fmt.Sprintf("line %d", lineNo), stored); r != nil {
 						_ = app.Rollback()
-						return herr
+						return refuseImport(c, r)
 					}
 					return fail(http.StatusBadRequest, fmt.Sprintf("sample %s @%d: %s", appstorage.SeriesPrefix(lset), l.Timestamps[i], err))
 				}
@@ -332,7 +322,7 @@ func (s *Server) importJSONLines(c echo.Context) error {
 				if err := app.Commit(); err != nil {
 					return apiError(c, http.StatusInternalServerError, "internal", "store samples: "+err.Error())
 				}
-				stored += pending
+				stored = importStored{lines: lineNo, samples: stored.samples + pending}
 				pending = 0
 				app = s.opts.Storage.AppenderV2(appstorage.WithSyncCommit(req.Context()))
 			}
@@ -342,8 +332,8 @@ func (s *Server) importJSONLines(c echo.Context) error {
 		}
 	}
 	if err := app.Commit(); err != nil {
-		if ok, herr := s.importError(c, err, pending, "store samples"); ok {
-			return herr
+		if r := s.ingestRefusal(err, pending, "store samples", stored); r != nil {
+			return refuseImport(c, r)
 		}
 		return apiError(c, http.StatusInternalServerError, "internal", "store samples: "+err.Error())
 	}

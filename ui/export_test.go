@@ -1,8 +1,11 @@
 package ui
 
 import (
+	"bytes"
+	"compress/gzip"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -72,6 +75,20 @@ func TestExportImportLines(t *testing.T) {
 	require.Equal(t, http.StatusOK, code, out)
 	require.Contains(t, out, fmt.Sprintf(`"values":[1.5],"timestamps":[%d]}`, b))
 
+	// A gzip body, as vmctl may send.
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	_, _ = fmt.Fprintf(zw, `{"metric":{"__name__":"ex_gz"},"values":[3],"timestamps":[%d]}`+"\n", b)
+	require.NoError(t, zw.Close())
+	req := httptest.NewRequest(http.MethodPost, "/api/v1/import", &gz)
+	req.Header.Set("Content-Encoding", "gzip")
+	code, out = ts.do(req)
+	require.Equal(t, http.StatusNoContent, code, out)
+	ts.db.Flush()
+	code, out = ts.get("/api/v1/export?" + url.Values{"match[]": {"ex_gz"}, "start": {fmt.Sprint(b / 1000)}}.Encode())
+	require.Equal(t, http.StatusOK, code, out)
+	require.Equal(t, fmt.Sprintf(`{"metric":{"__name__":"ex_gz"},"values":[3],"timestamps":[%d]}`+"\n", b), out)
+
 	code, out = ts.get("/api/v1/export")
 	require.Equal(t, http.StatusBadRequest, code)
 	require.Contains(t, out, "no match[] parameter provided")
@@ -80,5 +97,5 @@ func TestExportImportLines(t *testing.T) {
 		[]byte(fmt.Sprintf(`{"metric":{"__name__":"ex_c"},"values":[1],"timestamps":[%d]}`+"\n"+`{"metric":{"__name__":"ex_c"},"values":[1,2],"timestamps":[%d]}`, b, b)))
 	require.Equal(t, http.StatusBadRequest, code)
 	require.Contains(t, out, "line 2: `timestamps` array size must match")
-	require.Contains(t, out, "0 samples of the lines before it were stored") // under one batch: rolled back
+	require.Contains(t, out, "nothing of this body was stored") // one batch: rolled back
 }
