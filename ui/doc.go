@@ -42,6 +42,11 @@
 //     is parsed whole before anything is written, so a bad line is a 400
 //     naming the line and nothing of the body is stored.
 //
+// Next to them (federate.go, export.go): /federate as Prometheus serves it,
+// so a Prometheus or Thanos can pull; /api/v1/export in VictoriaMetrics'
+// JSON lines, raw tier only, written series by series; and /api/v1/import
+// of those lines, committed in batches.
+//
 // Operations: the appliance's own /metrics, /-/healthy, /-/ready,
 // /-/reload (POST or PUT), optional basic auth with bcrypt hashes (the same
 // scheme as Prometheus' web config) and TLS.

@@ -367,6 +367,7 @@ func (s *Server) routes() *echo.Echo {
 	e.GET("/debug/pprof/trace", echo.WrapHandler(http.HandlerFunc(pprof.Trace)))
 
 	s.mountPrometheusAPI(e)
+	s.mountFederation(e)
 	s.mountSPA(e)
 	s.mountReports(e)
 	if s.opts.Tiers != nil {
