@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/aiserve/appliance/bench/harness"
+	"github.com/aiserve/appliance/bench/history"
 	"github.com/aiserve/appliance/demo"
 )
 
@@ -35,7 +36,7 @@ type dataPlan struct {
 	fleetStart    time.Time
 	end           time.Time
 	interval      time.Duration
-	history       genConfig
+	history       history.Config
 	historySeries int
 }
 
@@ -70,7 +71,7 @@ func planData(ctx context.Context, o options, end time.Time) (dataPlan, error) {
 	if d.fleet.Instances == 0 {
 		d.fleet.Instances = max(1, int(math.Round(float64(o.series)/float64(lines))))
 	}
-	d.history = genConfig{
+	d.history = history.Config{
 		Models:    o.models,
 		Instances: o.historyInstances,
 		Start:     end.Add(-time.Duration(o.days)*24*time.Hour + guard),
@@ -78,18 +79,18 @@ func planData(ctx context.Context, o options, end time.Time) (dataPlan, error) {
 		Interval:  o.historyInterval,
 		Seed:      o.seed,
 	}
-	d.historySeries = newGen(d.history).numSeries()
+	d.historySeries = history.New(d.history).NumSeries()
 	log.Printf("data: fleet of %d instances × %d series = %d series, %s at %s; history of %d series over %d days at %s",
 		d.fleet.Instances, d.perInstance, d.fleet.Instances*d.perInstance, o.window, o.interval, d.historySeries, o.days, o.historyInterval)
 	return d, nil
 }
 
 // fleetModels are the demo's models, then generated names; the history
-// uses the same names for its first models (bench/tiers' modelNames).
+// uses the same names for its first models (bench/history's modelNames).
 func fleetModels(n int) []string {
 	names := make([]string, n)
 	for i := range names {
-		names[i] = modelName(i)
+		names[i] = history.ModelName(i)
 	}
 	return names
 }
@@ -180,19 +181,19 @@ func loadData(ctx context.Context, d dataPlan, bases []string) (string, error) {
 	}
 
 	// The history, as bench/tiers imports it.
-	g := newGen(d.history)
+	g := history.New(d.history)
 	perWindow := int((5 * time.Minute) / d.history.Interval)
-	steps := perWindow * max(1, 200_000/(g.numSeries()*perWindow))
+	steps := perWindow * max(1, 200_000/(g.NumSeries()*perWindow))
 	buf := make([]byte, 0, 16<<20)
 	for {
-		buf = append(buf[:0], typeLines...)
+		buf = append(buf[:0], history.TypeLines...)
 		n := 0
 		for ; n < steps; n++ {
-			t, ok := g.next()
+			t, ok := g.Next()
 			if !ok {
 				break
 			}
-			buf = g.appendStep(buf, t)
+			buf = g.AppendStep(buf, t, history.FormatPrometheus)
 		}
 		if n == 0 {
 			break

@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/aiserve/appliance/bench/harness"
+	"github.com/aiserve/appliance/bench/history"
 )
 
 // guard is left out at the old end of the data, so that its oldest sample
@@ -67,8 +68,8 @@ func parseFlags() (options, error) {
 	if err := harness.ParseFlags(flag.CommandLine, os.Args[1:]); err != nil {
 		return o, err
 	}
-	if o.series < seriesPerGrp || o.models < 1 || o.days < 1 || o.queries < 1 || o.batchSamples < 1 {
-		return o, fmt.Errorf("need -series >= %d, -models, -days, -queries, -batch-samples >= 1", seriesPerGrp)
+	if o.series < history.SeriesPerGroup || o.models < 1 || o.days < 1 || o.queries < 1 || o.batchSamples < 1 {
+		return o, fmt.Errorf("need -series >= %d, -models, -days, -queries, -batch-samples >= 1", history.SeriesPerGroup)
 	}
 	if o.interval <= 0 || (5*time.Minute)%o.interval != 0 || o.interval%time.Millisecond != 0 {
 		return o, fmt.Errorf("-interval %s must be whole milliseconds and divide 5m", o.interval)
@@ -89,9 +90,9 @@ func runBench(ctx context.Context, o options) error {
 	}
 	root, binDir, outDir := run.Root, run.BinDir, run.Dir
 
-	instances := max(1, (o.series+seriesPerGrp*o.models/2)/(seriesPerGrp*o.models))
+	instances := max(1, (o.series+history.SeriesPerGroup*o.models/2)/(history.SeriesPerGroup*o.models))
 	end := time.Now().UTC().Truncate(5 * time.Minute)
-	cfg := genConfig{
+	cfg := history.Config{
 		Models:    o.models,
 		Instances: instances,
 		Start:     end.Add(-time.Duration(o.days)*24*time.Hour + guard),
@@ -99,12 +100,12 @@ func runBench(ctx context.Context, o options) error {
 		Interval:  o.interval,
 		Seed:      o.seed,
 	}
-	g := newGen(cfg)
+	g := history.New(cfg)
 	rep := &report{
 		opts:    o,
 		cfg:     cfg,
-		series:  g.numSeries(),
-		samples: int64(g.numSeries()) * g.numSteps(),
+		series:  g.NumSeries(),
+		samples: int64(g.NumSeries()) * g.NumSteps(),
 		machine: harness.ReadMachine(),
 		outDir:  outDir,
 		results: map[string]*sysResult{},

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/aiserve/appliance/bench/harness"
+	"github.com/aiserve/appliance/bench/history"
 )
 
 type phaseTime struct {
@@ -32,7 +33,7 @@ type sysResult struct {
 
 type report struct {
 	opts    options
-	cfg     genConfig
+	cfg     history.Config
 	series  int
 	samples int64
 	machine harness.Machine

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/aiserve/appliance/bench/harness"
+	"github.com/aiserve/appliance/bench/history"
 )
 
 // bins are the binaries a system needs.
@@ -36,9 +37,9 @@ type system struct {
 	args      func(b bins, dataDir, outDir, addr string) ([]string, error)
 	readyPath string
 	// preload fills the data dir before the system starts (Prometheus).
-	preload func(ctx context.Context, b bins, cfg genConfig, o options, dataDir, outDir string) (string, error)
+	preload func(ctx context.Context, b bins, cfg history.Config, o options, dataDir, outDir string) (string, error)
 	// load backfills through the running system's HTTP API.
-	load func(ctx context.Context, base string, cfg genConfig, o options) (string, error)
+	load func(ctx context.Context, base string, cfg history.Config, o options) (string, error)
 	// settle waits until background work on the data is done.
 	settle func(ctx context.Context, base, logPath string, o options) (string, error)
 }
@@ -61,7 +62,7 @@ var systems = []system{
 			return []string{"run", "--config", cfg, "--data", dataDir, "--listen", addr}, nil
 		},
 		readyPath: "/-/ready",
-		load: func(ctx context.Context, base string, cfg genConfig, o options) (string, error) {
+		load: func(ctx context.Context, base string, cfg history.Config, o options) (string, error) {
 			return importAll(ctx, base+"/api/v1/import/prometheus", cfg, o.batchSamples)
 		},
 		settle: settleAppliance,
@@ -84,7 +85,7 @@ var systems = []system{
 			}, nil
 		},
 		readyPath: "/health",
-		load: func(ctx context.Context, base string, cfg genConfig, o options) (string, error) {
+		load: func(ctx context.Context, base string, cfg history.Config, o options) (string, error) {
 			return importAll(ctx, base+"/api/v1/import/prometheus", cfg, o.batchSamples)
 		},
 		settle: settleVictoriaMetrics,
@@ -130,7 +131,7 @@ var client = &http.Client{Timeout: 10 * time.Minute}
 
 // runSystem backfills one system on a fresh data dir, lets it settle, times
 // the queries, stops it and measures its data dir.
-func runSystem(ctx context.Context, sys system, b bins, cfg genConfig, o options, outDir string) (*sysResult, error) {
+func runSystem(ctx context.Context, sys system, b bins, cfg history.Config, o options, outDir string) (*sysResult, error) {
 	res := &sysResult{title: sys.title, queries: map[string]*queryResult{}}
 	dataDir := filepath.Join(outDir, sys.name+"-data")
 	if err := os.RemoveAll(dataDir); err != nil {
@@ -273,10 +274,10 @@ func tiersNote(t string) string {
 // endpoint in time order, in batches of whole 5-minute windows of every
 // series (as storage's doc asks for the appliance), generating the next
 // batch while the previous one is sent.
-func importAll(ctx context.Context, url string, cfg genConfig, batchSamples int) (string, error) {
-	g := newGen(cfg)
+func importAll(ctx context.Context, url string, cfg history.Config, batchSamples int) (string, error) {
+	g := history.New(cfg)
 	perWindow := int((5 * time.Minute) / cfg.Interval)
-	stepsPerBatch := perWindow * max(1, batchSamples/(g.numSeries()*perWindow))
+	stepsPerBatch := perWindow * max(1, batchSamples/(g.NumSeries()*perWindow))
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -285,14 +286,14 @@ func importAll(ctx context.Context, url string, cfg genConfig, batchSamples int)
 		defer close(bodies)
 		for {
 			buf := make([]byte, 0, 1<<20)
-			buf = append(buf, typeLines...)
+			buf = append(buf, history.TypeLines...)
 			n := 0
 			for ; n < stepsPerBatch; n++ {
-				t, ok := g.next()
+				t, ok := g.Next()
 				if !ok {
 					break
 				}
-				buf = g.appendStep(buf, t, formatPrometheus)
+				buf = g.AppendStep(buf, t, history.FormatPrometheus)
 			}
 			if n == 0 {
 				return
@@ -329,7 +330,7 @@ func importAll(ctx context.Context, url string, cfg genConfig, batchSamples int)
 	if err := ctx.Err(); err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("(%d requests of %d samples, %s of text)", requests, stepsPerBatch*g.numSeries(), harness.Bytes(float64(bytesSent))), nil
+	return fmt.Sprintf("(%d requests of %d samples, %s of text)", requests, stepsPerBatch*g.NumSeries(), harness.Bytes(float64(bytesSent))), nil
 }
 
 // promtoolBlock is the block length promtool writes: 162h is the longest
@@ -342,8 +343,8 @@ const promtoolBlock = 162 * time.Hour
 // range (aligned as promtool aligns its blocks, so each run makes exactly
 // one block), and runs `promtool tsdb create-blocks-from openmetrics` on
 // each while the next file is generated.
-func promtoolBackfill(ctx context.Context, b bins, cfg genConfig, _ options, dataDir, outDir string) (string, error) {
-	g := newGen(cfg)
+func promtoolBackfill(ctx context.Context, b bins, cfg history.Config, _ options, dataDir, outDir string) (string, error) {
+	g := history.New(cfg)
 	blockMs := promtoolBlock.Milliseconds()
 	files := make(chan string, 1)
 	errc := make(chan error, 1)
@@ -404,7 +405,7 @@ func promtoolBackfill(ctx context.Context, b bins, cfg genConfig, _ options, dat
 	}
 	genErr := func() error {
 		for {
-			t, ok := g.next()
+			t, ok := g.Next()
 			if !ok {
 				return closeCur()
 			}
@@ -421,7 +422,7 @@ func promtoolBackfill(ctx context.Context, b bins, cfg genConfig, _ options, dat
 				nFiles++
 				log.Printf("  writing OpenMetrics for block %d (%s)", nFiles, time.UnixMilli(blk*blockMs).UTC().Format(time.DateTime))
 			}
-			buf = g.appendStep(buf[:0], t, formatOpenMetrics)
+			buf = g.AppendStep(buf[:0], t, history.FormatOpenMetrics)
 			bytesText += int64(len(buf))
 			if _, err := w.Write(buf); err != nil {
 				return err

@@ -1,4 +1,4 @@
-package main
+package history
 
 import (
 	"bytes"
@@ -12,29 +12,29 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func testConfig(seed uint64) genConfig {
+func testConfig(seed uint64) Config {
 	end := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
-	return genConfig{Models: 2, Instances: 2, Start: end.Add(-5 * 24 * time.Hour), End: end, Interval: 15 * time.Second, Seed: seed}
+	return Config{Models: 2, Instances: 2, Start: end.Add(-5 * 24 * time.Hour), End: end, Interval: 15 * time.Second, Seed: seed}
 }
 
 func TestGenHistogramsCumulativeAndCountersMonotone(t *testing.T) {
-	g := newGen(testConfig(1))
-	require.Equal(t, 4*seriesPerGrp, g.numSeries())
-	require.Equal(t, int64(5*24*240), g.numSteps())
+	g := New(testConfig(1))
+	require.Equal(t, 4*SeriesPerGroup, g.NumSeries())
+	require.Equal(t, int64(5*24*240), g.NumSteps())
 
-	prev := make([]float64, g.numSeries())
+	prev := make([]float64, g.NumSeries())
 	var steps int64
 	resets := 0
 	spikes := 0
 	for {
-		_, ok := g.next()
+		_, ok := g.Next()
 		if !ok {
 			break
 		}
 		steps++
 		for gi := range g.groups {
-			v := g.values[gi*seriesPerGrp : (gi+1)*seriesPerGrp]
-			p := prev[gi*seriesPerGrp : (gi+1)*seriesPerGrp]
+			v := g.values[gi*SeriesPerGroup : (gi+1)*SeriesPerGroup]
+			p := prev[gi*SeriesPerGroup : (gi+1)*SeriesPerGroup]
 			for i := 1; i < nBucketSeries; i++ {
 				require.LessOrEqual(t, v[sBucket0+i-1], v[sBucket0+i], "buckets are cumulative")
 			}
@@ -58,30 +58,30 @@ func TestGenHistogramsCumulativeAndCountersMonotone(t *testing.T) {
 			copy(p, v)
 		}
 	}
-	require.Equal(t, g.numSteps(), steps)
+	require.Equal(t, g.NumSteps(), steps)
 	require.Positive(t, resets, "5 days × 4 groups should see counter resets")
 	require.Positive(t, spikes, "and queue spikes")
 }
 
-func render(cfg genConfig, f format) []byte {
-	g := newGen(cfg)
+func render(cfg Config, f Format) []byte {
+	g := New(cfg)
 	var buf []byte
 	for {
-		t, ok := g.next()
+		t, ok := g.Next()
 		if !ok {
 			return buf
 		}
-		buf = g.appendStep(buf, t, f)
+		buf = g.AppendStep(buf, t, f)
 	}
 }
 
 func TestGenDeterministic(t *testing.T) {
 	cfg := testConfig(7)
 	cfg.Start = cfg.End.Add(-6 * time.Hour)
-	a, b := render(cfg, formatPrometheus), render(cfg, formatPrometheus)
+	a, b := render(cfg, FormatPrometheus), render(cfg, FormatPrometheus)
 	require.True(t, bytes.Equal(a, b), "same seed, same bytes")
 	cfg.Seed = 8
-	require.False(t, bytes.Equal(a, render(cfg, formatPrometheus)), "another seed, other data")
+	require.False(t, bytes.Equal(a, render(cfg, FormatPrometheus)), "another seed, other data")
 }
 
 // Both formats parse with Prometheus' own parsers, with the timestamps and
@@ -90,16 +90,16 @@ func TestGenFormatsParse(t *testing.T) {
 	cfg := testConfig(1)
 	cfg.Start = cfg.End.Add(-5 * time.Minute)
 	for _, tc := range []struct {
-		f      format
+		f      Format
 		ct     string
 		suffix string
 		unit   int64
 	}{
-		{formatPrometheus, "text/plain", "", 1},
-		{formatOpenMetrics, "application/openmetrics-text", "# EOF\n", 1},
+		{FormatPrometheus, "text/plain", "", 1},
+		{FormatOpenMetrics, "application/openmetrics-text", "# EOF\n", 1},
 	} {
-		body := append([]byte(typeLines), render(cfg, tc.f)...)
-		if tc.f == formatOpenMetrics {
+		body := append([]byte(TypeLines), render(cfg, tc.f)...)
+		if tc.f == FormatOpenMetrics {
 			body = append(render(cfg, tc.f), tc.suffix...) // promtool gets no TYPE lines
 		}
 		p, err := textparse.New(body, tc.ct, labels.NewSymbolTable(), textparse.ParserOptions{})
@@ -120,18 +120,8 @@ func TestGenFormatsParse(t *testing.T) {
 			minT, maxT = min(minT, *ts), max(maxT, *ts)
 			n++
 		}
-		require.Equal(t, 20*4*seriesPerGrp, n)
+		require.Equal(t, 20*4*SeriesPerGroup, n)
 		require.Equal(t, cfg.Start.Add(15*time.Second).UnixMilli(), minT)
 		require.Equal(t, cfg.End.UnixMilli(), maxT)
-	}
-}
-
-func TestQueryWindow(t *testing.T) {
-	end := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
-	for days, want := range map[int]time.Duration{7: 20 * time.Minute, 30: 85 * time.Minute, 90: 260 * time.Minute} {
-		start, e, step := queryWindow(end, days)
-		require.Equal(t, end, e)
-		require.Equal(t, end.Add(-time.Duration(days)*24*time.Hour), start)
-		require.Equal(t, want, step, "%d days", days)
 	}
 }

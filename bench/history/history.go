@@ -1,8 +1,9 @@
-package main
-
-// The 90-day history: the generator of bench/tiers (gen.go there), copied
-// because a command's package cannot be imported; the two must stay the
-// same so that both benchmarks store the same shape of data.
+// Package history generates the benchmarks' long vLLM-like history: a
+// fleet of models on instances with latency histograms, request and token
+// counters and queue gauges, deterministic in its seed and never holding
+// more than one timestamp's values. bench/tiers and bench/dashboard store
+// the same shape of data through it.
+package history
 
 import (
 	"fmt"
@@ -23,33 +24,33 @@ var modelNames = []string{"llama-3.1-8b-instruct", "qwen2.5-7b-instruct", "mistr
 // Indexes of the series of one group (one model on one instance), in the
 // order they are written.
 const (
-	sBucket0      = 0                   // e2e latency buckets, then +Inf
-	sSum          = len(e2eBuckets) + 1 // _sum
-	sCount        = sSum + 1            // _count
-	sSuccessStop  = sCount + 1          // request_success_total{finished_reason="stop"}
-	sSuccessLen   = sSuccessStop + 1    // ...="length"
-	sSuccessAbort = sSuccessLen + 1     // ...="abort"
-	sPromptTokens = sSuccessAbort + 1   // prompt_tokens_total
-	sGenTokens    = sPromptTokens + 1   // generation_tokens_total
-	sWaiting      = sGenTokens + 1      // num_requests_waiting (gauge, spikes)
-	sRunning      = sWaiting + 1        // num_requests_running (gauge)
-	sKVCache      = sRunning + 1        // kv_cache_usage_perc (gauge)
-	seriesPerGrp  = sKVCache + 1        // 32
-	nCounters     = sGenTokens + 1      // series 0..nCounters-1 are cumulative
-	nBucketSeries = len(e2eBuckets) + 1 // with +Inf
-	latencySigma  = 0.6                 // of the log-normal latency
-	maxRunning    = 256                 // vLLM's default max_num_seqs
-	day           = float64(24 * time.Hour / time.Millisecond)
-	restartEvery  = 3 * 24 * time.Hour // mean time between process restarts
-	spikeEvery    = 6 * time.Hour      // mean time between queue spikes
-	typeLines     = "# TYPE vllm:e2e_request_latency_seconds histogram\n" +
+	sBucket0       = 0                   // e2e latency buckets, then +Inf
+	sSum           = len(e2eBuckets) + 1 // _sum
+	sCount         = sSum + 1            // _count
+	sSuccessStop   = sCount + 1          // request_success_total{finished_reason="stop"}
+	sSuccessLen    = sSuccessStop + 1    // ...="length"
+	sSuccessAbort  = sSuccessLen + 1     // ...="abort"
+	sPromptTokens  = sSuccessAbort + 1   // prompt_tokens_total
+	sGenTokens     = sPromptTokens + 1   // generation_tokens_total
+	sWaiting       = sGenTokens + 1      // num_requests_waiting (gauge, spikes)
+	sRunning       = sWaiting + 1        // num_requests_running (gauge)
+	sKVCache       = sRunning + 1        // kv_cache_usage_perc (gauge)
+	SeriesPerGroup = sKVCache + 1        // 32
+	nCounters      = sGenTokens + 1      // series 0..nCounters-1 are cumulative
+	nBucketSeries  = len(e2eBuckets) + 1 // with +Inf
+	latencySigma   = 0.6                 // of the log-normal latency
+	maxRunning     = 256                 // vLLM's default max_num_seqs
+	day            = float64(24 * time.Hour / time.Millisecond)
+	restartEvery   = 3 * 24 * time.Hour // mean time between process restarts
+	spikeEvery     = 6 * time.Hour      // mean time between queue spikes
+	TypeLines      = "# TYPE vllm:e2e_request_latency_seconds histogram\n" +
 		"# TYPE vllm:request_success_total counter\n# TYPE vllm:prompt_tokens_total counter\n" +
 		"# TYPE vllm:generation_tokens_total counter\n# TYPE vllm:num_requests_waiting gauge\n" +
 		"# TYPE vllm:num_requests_running gauge\n# TYPE vllm:kv_cache_usage_perc gauge\n"
 )
 
-// genConfig sizes the simulated fleet and its time range.
-type genConfig struct {
+// Config sizes the simulated fleet and its time range.
+type Config struct {
 	Models    int
 	Instances int
 	Start     time.Time // exclusive: the first sample is at Start+Interval
@@ -72,11 +73,11 @@ type group struct {
 	restarts  int
 }
 
-// gen produces vLLM-like samples, one timestamp at a time, for every series
+// Gen produces vLLM-like samples, one timestamp at a time, for every series
 // of the fleet. It is deterministic in its config and never holds more
 // than one timestamp's values.
-type gen struct {
-	cfg      genConfig
+type Gen struct {
+	cfg      Config
 	groups   []*group
 	prefixes [][]byte // per series: `name{labels} `
 	values   []float64
@@ -85,8 +86,8 @@ type gen struct {
 	step     int64
 }
 
-func newGen(cfg genConfig) *gen {
-	g := &gen{cfg: cfg, t: cfg.Start.UnixMilli(), end: cfg.End.UnixMilli(), step: cfg.Interval.Milliseconds()}
+func New(cfg Config) *Gen {
+	g := &Gen{cfg: cfg, t: cfg.Start.UnixMilli(), end: cfg.End.UnixMilli(), step: cfg.Interval.Milliseconds()}
 	for m := 0; m < cfg.Models; m++ {
 		for i := 0; i < cfg.Instances; i++ {
 			idx := uint64(m*cfg.Instances + i)
@@ -97,14 +98,14 @@ func newGen(cfg genConfig) *gen {
 				median: 1.5 + 3*r.Float64(),
 				phase:  2 * math.Pi * r.Float64(),
 			})
-			g.prefixes = append(g.prefixes, groupPrefixes(modelName(m), fmt.Sprintf("10.0.%d.%d:8000", i/250, i%250+1))...)
+			g.prefixes = append(g.prefixes, groupPrefixes(ModelName(m), fmt.Sprintf("10.0.%d.%d:8000", i/250, i%250+1))...)
 		}
 	}
 	g.values = make([]float64, len(g.prefixes))
 	return g
 }
 
-func modelName(m int) string {
+func ModelName(m int) string {
 	if m < len(modelNames) {
 		return modelNames[m]
 	}
@@ -115,7 +116,7 @@ func modelName(m int) string {
 // group, in the order of the s* constants.
 func groupPrefixes(model, instance string) [][]byte {
 	common := fmt.Sprintf(`engine="0",instance=%q,job="vllm",model_name=%q`, instance, model)
-	p := make([][]byte, 0, seriesPerGrp)
+	p := make([][]byte, 0, SeriesPerGroup)
 	add := func(name, extra string) {
 		if extra != "" {
 			extra = "," + extra
@@ -139,16 +140,16 @@ func groupPrefixes(model, instance string) [][]byte {
 	return p
 }
 
-// numSeries is the number of series the fleet writes.
-func (g *gen) numSeries() int { return len(g.prefixes) }
+// NumSeries is the number of series the fleet writes.
+func (g *Gen) NumSeries() int { return len(g.prefixes) }
 
-// numSteps is the number of timestamps from Start (exclusive) to End.
-func (g *gen) numSteps() int64 {
+// NumSteps is the number of timestamps from Start (exclusive) to End.
+func (g *Gen) NumSteps() int64 {
 	return (g.end - g.cfg.Start.UnixMilli()) / g.step
 }
 
-// next advances one interval and fills g.values; false after End.
-func (g *gen) next() (int64, bool) {
+// Next advances one interval and fills g.values; false after End.
+func (g *Gen) Next() (int64, bool) {
 	t := g.t + g.step
 	if t > g.end {
 		return 0, false
@@ -156,7 +157,7 @@ func (g *gen) next() (int64, bool) {
 	g.t = t
 	dt := g.cfg.Interval.Seconds()
 	for gi, gr := range g.groups {
-		gr.advance(t, dt, g.values[gi*seriesPerGrp:(gi+1)*seriesPerGrp])
+		gr.advance(t, dt, g.values[gi*SeriesPerGroup:(gi+1)*SeriesPerGroup])
 	}
 	return t, true
 }
@@ -215,14 +216,28 @@ func (gr *group) advance(t int64, dt float64, out []float64) {
 	out[sKVCache] = math.Round(math.Min(1, math.Max(0, running/maxRunning+0.05*r.Float64()))*1e4) / 1e4
 }
 
-// appendStep writes the lines of the current values at t, with
-// millisecond timestamps (Prometheus text format).
-func (g *gen) appendStep(buf []byte, t int64) []byte {
+// Format is how a sample line's timestamp is written.
+type Format int
+
+const (
+	FormatPrometheus  Format = iota // text 0.0.4, milliseconds
+	FormatOpenMetrics               // OpenMetrics, seconds
+)
+
+// AppendStep writes the lines of the current values at t.
+func (g *Gen) AppendStep(buf []byte, t int64, f Format) []byte {
 	for i, p := range g.prefixes {
 		buf = append(buf, p...)
 		buf = strconv.AppendFloat(buf, g.values[i], 'g', -1, 64)
 		buf = append(buf, ' ')
-		buf = strconv.AppendInt(buf, t, 10)
+		if f == FormatOpenMetrics {
+			buf = strconv.AppendInt(buf, t/1000, 10)
+			if ms := t % 1000; ms != 0 {
+				buf = append(buf, '.', byte('0'+ms/100), byte('0'+ms/10%10), byte('0'+ms%10))
+			}
+		} else {
+			buf = strconv.AppendInt(buf, t, 10)
+		}
 		buf = append(buf, '\n')
 	}
 	return buf
