@@ -1,11 +1,13 @@
 package unittest
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -177,7 +179,7 @@ func runFile(opts Options, name string) []error {
 		}
 		r := &groupRun{
 			tg:       tg,
-			name:     cmpOr(tg.Name, fmt.Sprintf("unnamed#%d", i)),
+			name:     cmp.Or(tg.Name, fmt.Sprintf("unnamed#%d", i)),
 			interval: time.Duration(tf.EvaluationInterval),
 			order:    order,
 			fuzzy:    tf.FuzzyCompare,
@@ -187,13 +189,6 @@ func runFile(opts Options, name string) []error {
 		errs = append(errs, r.run()...)
 	}
 	return errs
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // ruleSources resolves rule_files against dir (with globs, as promtool
@@ -298,7 +293,7 @@ func (r *groupRun) run() (errs []error) {
 		}
 		byTime[a.EvalTime] = append(byTime[a.EvalTime], a)
 	}
-	times := slices.Sorted(mapKeys(byTime))
+	times := slices.Sorted(maps.Keys(byTime))
 	next := 0
 
 	for _, g := range groups {
@@ -338,16 +333,6 @@ func (r *groupRun) run() (errs []error) {
 	}
 	errs = append(errs, r.checkExprs(suite, engine, mint)...)
 	return errs
-}
-
-func mapKeys[K comparable, V any](m map[K]V) func(func(K) bool) {
-	return func(yield func(K) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 // loadCommand is the input series as promqltest's load command.
