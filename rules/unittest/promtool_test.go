@@ -83,6 +83,6 @@ func TestSameVerdictsAsPromtool(t *testing.T) {
 		}
 		t.Logf("%-70s promtool %d, appliance %d", c, want, got)
 	}
-	t.Logf("%d files, same verdicts; %d pass in both, %d fail in both", len(cases), passed, len(cases)-passed)
+	t.Logf("%d cases, same verdicts; %d pass in both, %d fail in both", len(cases), passed, len(cases)-passed)
 	require.GreaterOrEqual(t, passed, 8)
 }
