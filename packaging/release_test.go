@@ -190,6 +190,7 @@ func startUnderQEMU(t *testing.T, qemu, bin string) {
 	require.NoError(t, err)
 	resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
+	t.Logf("the linux/arm64 binary is ready under %s at %s", qemu, addr)
 	resp, err = client.Get("http://" + addr + "/api/v1/status/buildinfo")
 	require.NoError(t, err)
 	body, _ := io.ReadAll(resp.Body)
