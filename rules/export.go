@@ -58,7 +58,7 @@ func PrometheusRuleFiles(cfg Config) ([]ExportedFile, error) {
 	for _, name := range slices.Sorted(maps.Keys(cfg.Generated)) {
 		ids = append(ids, generatedPrefix+name)
 	}
-	staged, err := newLoader().stageWith(ids, cfg.Generated)
+	staged, err := newLoader().stageWith(ids, cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -24,16 +24,19 @@
 //   - a rule file that uses the rule extensions of package rulefile
 //     (instances, escalate_when_all, warmup) is loaded the way the
 //     appliance loads it: parsed and checked by rulefile and compiled to
-//     the PromQL the appliance evaluates, so that warm-up holds and
-//     instance counts can be tested with input series
-//     (process_start_time_seconds, up);
+//     the PromQL the appliance evaluates (warm-up only where the file sets
+//     it, as with rules.warmup unset; alerts carry the priority label the
+//     default severity map gives), so that warm-up holds and instance
+//     counts can be tested with input series (process_start_time_seconds,
+//     up);
 //   - a test file may list rule_packs: embedded packs by name (Options.Pack),
 //     always compiled as the appliance compiles them (their warm-up is on,
 //     as in the appliance).
 //
 // A rule file without extensions is what Prometheus loads, and is loaded
 // exactly as Prometheus loads it (rulefmt), so a plain file gives
-// promtool's verdicts.
+// promtool's verdicts: its alerts carry no priority label, which the
+// appliance adds when it runs the file.
 //
 // # Caveats
 //

@@ -68,7 +68,13 @@ func (l *groupLoader) Load(id string, ignoreUnknownFields bool, scheme model.Val
 	}
 	var rgs *rulefmt.RuleGroups
 	if pack || hasExtensions(data) {
-		f, errs := rulefile.Parse(data)
+		// As the appliance loads them: packs with their warm-up on, rule
+		// files with none unless they set one (rules.warmup unset).
+		opts := rulefile.PackOptions()
+		if !pack {
+			opts.Warmup = 0
+		}
+		f, errs := rulefile.ParseWith(data, opts)
 		if len(errs) > 0 {
 			return nil, prefixed(id, errs)
 		}
