@@ -1,12 +1,15 @@
 # The appliance's build. `make build` writes bin/appliance; `make test` is
-# the test command CI runs (.ci/run).
+# the test command CI runs (.ci/run); `make release` writes the release
+# archives into dist/.
 GO        ?= go
-VERSION   ?= 0.1.0
+# The version: the nearest v* tag (v1.2.3 -> 1.2.3, with -N-gHASH past it),
+# else the Makefile's.
+VERSION   ?= $(or $(patsubst v%,%,$(shell git describe --tags --match 'v[0-9]*' 2>/dev/null)),0.1.0)
 REVISION  := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 BUILDDATE := $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS   := -X main.version=$(VERSION) -X main.revision=$(REVISION) -X main.buildDate=$(BUILDDATE)
 
-.PHONY: build web test fuzz vet fmt bench-ingest bench-dashboard clean
+.PHONY: build web test fuzz vet fmt bench-ingest bench-dashboard clean release release-archives
 
 # The dashboard bundle (ui/web/dist, embedded by go:embed) and then the
 # binary. Without `make web` the binary serves a "bundle not built" page.
@@ -50,6 +53,29 @@ vet:
 fmt:
 	gofmt -w $$(git ls-files '*.go')
 
+# Release archives: one appliance-VERSION-OS-ARCH.tar.gz per platform
+# (a static binary, CGO off, with the dashboard bundle; the systemd unit,
+# the container file and the README), and SHA256SUMS, in DIST.
+# release-archives skips the bundle's build (packaging/release_test.go
+# runs it for linux/arm64 alone).
+RELEASE_PLATFORMS ?= linux/amd64 linux/arm64 darwin/arm64
+DIST              ?= dist
+
+release: web release-archives
+
+release-archives:
+	@set -e; mkdir -p $(DIST); rm -f $(DIST)/appliance-*.tar.gz $(DIST)/SHA256SUMS; \
+	for p in $(RELEASE_PLATFORMS); do \
+		os=$${p%/*}; arch=$${p#*/}; name=appliance-$(VERSION)-$$os-$$arch; \
+		echo "build $$name"; \
+		mkdir -p $(DIST)/$$name; \
+		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags "$(LDFLAGS) -s -w" -o $(DIST)/$$name/appliance ./cmd/appliance; \
+		cp README.md packaging/appliance.service packaging/Containerfile $(DIST)/$$name/; \
+		tar -C $(DIST) --owner=0 --group=0 --numeric-owner -czf $(DIST)/$$name.tar.gz $$name; \
+		rm -rf $(DIST)/$$name; \
+	done; \
+	cd $(DIST) && sha256sum *.tar.gz > SHA256SUMS && cat SHA256SUMS
+
 # Side-by-side ingest benchmark against Prometheus and VictoriaMetrics
 # (builds both from the Go module proxy on first use). See bench/README.md.
 bench-ingest:
@@ -62,5 +88,5 @@ bench-dashboard: web
 	$(GO) run ./bench/dashboard $(ARGS)
 
 clean:
-	rm -rf bin ui/web/node_modules
+	rm -rf bin dist ui/web/node_modules
 	find ui/web/dist -type f ! -name .keep -delete

@@ -2,6 +2,8 @@ package rules
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/prometheus/prometheus/model/rulefmt"
 	"go.yaml.in/yaml/v3"
@@ -33,4 +35,36 @@ func PrometheusRuleFile(files, packs []string) ([]byte, error) {
 		return nil, fmt.Errorf("marshal rule groups: %w", err)
 	}
 	return data, nil
+}
+
+// ExportedFile is one source of a Config as a plain Prometheus rule file.
+type ExportedFile struct {
+	// Source is the rule file's path, "pack:NAME", "generated:NAME" or
+	// "appliance:warmup" (the group that records
+	// appliance_instance_warming).
+	Source string
+	Groups rulefmt.RuleGroups
+}
+
+// PrometheusRuleFiles returns what the manager evaluates for cfg, one
+// file per source (the rule files, the packs, the generated groups, then
+// the warm-up group), the extensions compiled to PromQL, for `appliance
+// rules export`.
+func PrometheusRuleFiles(cfg Config) ([]ExportedFile, error) {
+	ids, err := sources(cfg.Files, cfg.Packs)
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range slices.Sorted(maps.Keys(cfg.Generated)) {
+		ids = append(ids, generatedPrefix+name)
+	}
+	staged, err := newLoader().stageWith(ids, cfg)
+	if err != nil {
+		return nil, err
+	}
+	var out []ExportedFile
+	for _, id := range append(staged.order, warmupID) {
+		out = append(out, ExportedFile{Source: id, Groups: *staged.groups[id]})
+	}
+	return out, nil
 }

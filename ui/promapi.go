@@ -17,8 +17,10 @@ import (
 	"github.com/prometheus/prometheus/model/exemplar"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/metadata"
+	"github.com/prometheus/prometheus/promql/parser"
 	"github.com/prometheus/prometheus/rules"
 	"github.com/prometheus/prometheus/storage"
+	"github.com/prometheus/prometheus/util/features"
 	"github.com/prometheus/prometheus/util/notifications"
 	apiv1 "github.com/prometheus/prometheus/web/api/v1"
 )
@@ -85,7 +87,7 @@ func (s *Server) mountPrometheusAPI(e *echo.Echo) {
 		false, // type-and-unit labels off
 		true,  // keep metadata that remote write sends
 		nil,
-		nil,
+		apiFeatures(engineParser(o.Engine)), // /api/v1/features
 		apiv1.OpenAPIOptions{},
 		engineParser(o.Engine), // with the engine's bounds on query text
 		false,
@@ -106,6 +108,7 @@ func (s *Server) mountPrometheusAPI(e *echo.Echo) {
 	e.POST("/api/v1/write", echo.WrapHandler(s.guardRemoteWrite(prom)), s.ingestGate, limit)
 	e.POST("/api/v1/import/prometheus", s.importPrometheus, s.ingestGate, limit, s.decodeBody)
 	e.GET("/api/v1/status/config", s.statusConfig)
+	e.GET("/api/v1/status/buildinfo", s.buildInfo)
 	e.GET("/api/v1/metadata", s.metadata)
 	// The dashboard's back-end, next to Prometheus' API (appliance_api.go).
 	s.mountApplianceAPI(e)
@@ -170,6 +173,46 @@ func apiError(c echo.Context, code int, typ, msg string) error {
 
 func apiSuccess(c echo.Context, data any) error {
 	return c.JSON(http.StatusOK, apiResponse{Status: "success", Data: data})
+}
+
+// buildInfo is Prometheus' answer plus the appliance's own version; like
+// Prometheus' API it answers 503 until the appliance is ready.
+func (s *Server) buildInfo(c echo.Context) error {
+	if !s.ready.Load() {
+		return c.String(http.StatusServiceUnavailable, "Service Unavailable")
+	}
+	b := s.opts.BuildInfo
+	return apiSuccess(c, struct {
+		apiv1.PrometheusVersion
+		ApplianceVersion string `json:"applianceVersion,omitempty"`
+	}{b, s.opts.ApplianceVersion})
+}
+
+// apiFeatures is what /api/v1/features lists, in Prometheus 3's
+// categories: what this server's API, PromQL engine (query.New's
+// settings and the parser's functions) and rules manager offer.
+func apiFeatures(p parser.Parser) features.Collector {
+	r := features.NewRegistry()
+	r.Enable(features.Prometheus, "server_mode")
+	r.Disable(features.Prometheus, "agent_mode")
+	r.Disable(features.API, "admin")
+	r.Enable(features.API, "lifecycle") // POST /-/reload
+	r.Enable(features.API, "remote_write_receiver")
+	r.Disable(features.API, "otlp_write_receiver")
+	for _, f := range []string{"label_values_match", "query_warnings", "query_stats", "time_range_series", "time_range_labels", "exclude_alerts"} {
+		r.Enable(features.API, f)
+	}
+	for f, on := range map[string]bool{"at_modifier": true, "negative_offset": true, "per_step_stats": true, "delayed_name_removal": false, "type_and_unit_labels": false, "per_query_lookback_delta": true, "subqueries": true} {
+		r.Set(features.PromQL, f, on)
+	}
+	if p == nil {
+		p = parser.NewParser(parser.Options{})
+	}
+	p.RegisterFeatures(r)
+	r.Enable(features.Rules, "query_offset")
+	r.Enable(features.Rules, "keep_firing_for")
+	r.Disable(features.Rules, "concurrent_rule_eval")
+	return r
 }
 
 func (s *Server) statusConfig(c echo.Context) error {

@@ -82,7 +82,11 @@ type Options struct {
 	LookbackDelta    time.Duration
 	StorageRetention string
 	Flags            map[string]string
+	// BuildInfo is /api/v1/status/buildinfo: its Version is the
+	// Prometheus version whose API the appliance serves (clients such as
+	// Grafana read it); ApplianceVersion is added as applianceVersion.
 	BuildInfo        apiv1.PrometheusVersion
+	ApplianceVersion string
 
 	Gatherer   prometheus.Gatherer
 	Registerer prometheus.Registerer

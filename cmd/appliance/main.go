@@ -9,7 +9,13 @@
 //	appliance demo    [--listen ADDR] [--data DIR] [--instances N] [--base-port P]
 //	appliance notify test --receiver NAME [--config FILE]
 //	appliance report  [--week W] [--format html|md|json] [--out FILE] [--config FILE] [--data DIR | --url URL]
+//	appliance test rules FILE...
+//	appliance rules export [--config FILE]
 //	appliance version
+//
+// run also takes Prometheus' flag names (--config.file,
+// --web.listen-address, --storage.tsdb.path, --log.format=logfmt; see
+// flags.go), and `appliance --config.file=...` without a command runs.
 //
 // Flags live only here; packages take options structs. VictoriaMetrics'
 // library registers its own flags on flag.CommandLine at init: the appliance
@@ -32,7 +38,13 @@ Usage:
   appliance demo    [--listen ADDR] [--data DIR] [--instances N]   simulated vLLM fleet plus the appliance
   appliance notify test --receiver NAME [--config FILE]            send a test notification
   appliance report  [--week 2026-W48] [--format html|md|json]      write the weekly SLO report
+  appliance test rules FILE...                                     run rule unit tests (promtool's format)
+  appliance rules export [--config FILE]                           print the loaded rules as plain Prometheus rule files
   appliance version                                                print the version
+
+run takes Prometheus' flag names too: --config.file, --web.listen-address,
+--storage.tsdb.path, --log.level, --log.format=logfmt|json; flags without a
+command run the appliance (appliance --config.file=prometheus.yml).
 
 Run "appliance COMMAND --help" for a command's flags.
 `
@@ -41,6 +53,9 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return 2
+	}
+	if isPrometheusStyleStart(args) {
+		return cmdRun(args, stdout, stderr)
 	}
 	switch args[0] {
 	case "run":
@@ -53,6 +68,10 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		return cmdNotify(args[1:], stdout, stderr)
 	case "report":
 		return cmdReport(args[1:], stdout, stderr)
+	case "test":
+		return cmdTest(args[1:], stdout, stderr)
+	case "rules":
+		return cmdRules(args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, versionString())
 		return 0

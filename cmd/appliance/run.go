@@ -31,8 +31,9 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.data, "data", "", "data directory (overrides storage.path; default \"data\")")
 	fs.StringVar(&f.listen, "listen", "", "HTTP listen address (overrides web.listen_address; default \":9090\")")
 	fs.StringVar(&f.logLevel, "log.level", "info", "log level: debug, info, warn, error")
-	fs.StringVar(&f.logFormat, "log.format", "text", "log format: text or json")
+	fs.StringVar(&f.logFormat, "log.format", "text", "log format: text (logfmt: key=value pairs) or json; Prometheus' logfmt is accepted for text")
 	fs.BoolVar(&f.startFresh, "storage.start-fresh", false, "start with an empty state.db (alert state, silences, notification log) when it is missing or empty next to existing series data; without it such a start is refused")
+	addPrometheusAliases(fs)
 }
 
 func (f *runFlags) flagMap() map[string]string {
@@ -46,12 +47,12 @@ func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 	}
 	opts := &slog.HandlerOptions{Level: lv}
 	switch format {
-	case "text":
+	case "text", "logfmt":
 		return slog.New(slog.NewTextHandler(w, opts)), nil
 	case "json":
 		return slog.New(slog.NewJSONHandler(w, opts)), nil
 	}
-	return nil, fmt.Errorf("--log.format %q: want text or json", format)
+	return nil, fmt.Errorf("--log.format %q: want text, logfmt or json", format)
 }
 
 func cmdRun(args []string, _, stderr io.Writer) int {

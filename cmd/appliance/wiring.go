@@ -247,6 +247,7 @@ func newAppliance(cfg *config.Config, f runFlags, logger *slog.Logger) (_ *appli
 		StorageRetention: sopts.RetentionRaw.String(),
 		Flags:            f.flagMap(),
 		BuildInfo:        buildInfo(),
+		ApplianceVersion: version,
 		Gatherer:         a.reg,
 		Registerer:       libReg,
 		// Alertmanager's v2 API; per-request max_source_resolution, the
