@@ -43,6 +43,11 @@ func TestDemoShowcaseSlowAlerts(t *testing.T) {
 	eventually(t, 60*time.Second, "the GPU is scraped", func() bool {
 		return len(p.instant(`DCGM_FI_DEV_GPU_UTIL`, time.Time{})) == 1
 	})
+	// Both instances scraped: a service's probes are matched through its
+	// instances, so the probes list is whole once both have been scraped.
+	eventually(t, 60*time.Second, "both vLLM instances scraped", func() bool {
+		return len(p.instant(`up{job="vllm"} == 1`, time.Time{})) == 2
+	})
 	var services []struct {
 		Job, Model string
 		Probes     []string
