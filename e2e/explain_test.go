@@ -114,8 +114,20 @@ func TestExplainScenarios(t *testing.T) {
 		eventually(t, 2*time.Minute, "the P95 rise visible on "+instance, func() bool {
 			return p95(instance) >= 1.5*base
 		})
-		// The first evaluation after the rise is visible.
-		return explainNow(instance)
+		// Explain finds a rise by a split test on the P95 series against
+		// its noise, so with the demo's own load spikes it may need a few
+		// more points after the rise than the 1.5x check above: the test
+		// asks again until it reports a rise (the first report of a rise is
+		// the one checked) and logs how many answers that took.
+		var rep explainReport
+		n := 0
+		eventually(t, 2*time.Minute, "explain reports the rise on "+instance, func() bool {
+			n++
+			rep = explainNow(instance)
+			return rep.Status == "rise"
+		})
+		t.Logf("explain reported the rise on %s at answer %d after the P95 rise was visible", instance, n)
+		return rep
 	}
 
 	rep := rise(queued, `{"queue": 23}`)

@@ -243,9 +243,23 @@ func TestCheckRuleFiles(t *testing.T) {
       - alert: NoSeverity
         expr: up == 0
 `), 0o644))
+	// A rule without severity is accepted with a warning and routes as
+	// alerting.default_severity (issue 15); an unknown severity is refused.
+	out, err = exec.Command(binary, "check", "--config", cfg).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.Contains(t, string(out), rules+`:4: warning: group "fleet", rule 1, "NoSeverity": the label severity is missing; the rule routes as alerting.default_severity P1`)
+
+	require.NoError(t, os.WriteFile(rules, []byte(`groups:
+  - name: fleet
+    rules:
+      - alert: Odd
+        expr: up == 0
+        labels:
+          severity: bogus
+`), 0o644))
 	cmd := exec.Command(binary, "check", "--config", cfg)
 	out, err = cmd.CombinedOutput()
 	require.Error(t, err)
 	require.Equal(t, 1, cmd.ProcessState.ExitCode())
-	require.Contains(t, string(out), rules+`:4: group "fleet", rule 1, "NoSeverity": the label severity is missing`)
+	require.Contains(t, string(out), rules+`:6: group "fleet", rule 1, "Odd": severity "bogus" is not in alerting.severity_map`)
 }
