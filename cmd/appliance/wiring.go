@@ -432,7 +432,7 @@ func (a *appliance) addPart(g *run.Group, name string, fn func(context.Context) 
 // prepares the new config and changes nothing: rules read, parse and
 // compile their files and packs, notify builds its receivers, templates
 // and time intervals, the scraper merges and checks its jobs, the probes
-// build their probers. Only when all have succeeded does any part apply.
+// build their probers, query builds its remote_read clients. Only when all have succeeded does any part apply.
 // A config that does not load or that a part refuses leaves everything
 // as it was; the error names the part and, where known, the file and
 // line. Storage, query and web settings need a restart (a warning says
