@@ -18,7 +18,7 @@ import (
 // timestamp two hours old, B reads A through remote_read (read_recent:
 // true) and answers a query for A's series next to its own. Once A is
 // stopped, B's query still answers 200 with its own series and a warning
-// naming the remote.
+// naming the remote; a reload that drops remote_read drops the warning.
 func TestRemoteRead(t *testing.T) {
 	ts := time.Now().Add(-2 * time.Hour).Truncate(time.Second)
 
@@ -70,6 +70,14 @@ func TestRemoteRead(t *testing.T) {
 	require.Equal(t, "success", r.Status)
 	require.Len(t, r.Warnings, 1, "%s", raw)
 	require.Contains(t, r.Warnings[0], readURL)
+
+	// A reload without remote_read applies at once: no more warning.
+	writeConfig(t, dirB, "global: {scrape_interval: 15s}\n")
+	code, body = b.post("/-/reload", "text/plain", nil, nil)
+	require.Equal(t, http.StatusOK, code, body)
+	ans = rrQuery(t, b, "rr_demo", ts)
+	require.Equal(t, []string{"b=7"}, ans.boxes())
+	require.Empty(t, ans.Warnings)
 }
 
 // rrAnswer is an instant query's answer with its warnings.
