@@ -48,7 +48,8 @@ func tsdbNotes(t *promconfig.TSDBConfig) ([]string, *model.Duration) {
 }
 
 // RemoteReadConfigs is the remote_read section, parsed as Prometheus does.
-// The appliance does not read from these endpoints (a note says so).
+// Queries and rules read these endpoints besides the local storage
+// (query.RemoteRead); a note says so.
 type RemoteReadConfigs []*promconfig.RemoteReadConfig
 
 // AlertmanagerGlobal is the global section of an alertmanager.yml: the
@@ -272,11 +273,11 @@ func (c *AlertingConfig) allNotifierConfigs() []*NotifierConfig {
 }
 
 // topNotes are the notes on the top-level sections of a prometheus.yml
-// that the appliance reads but does not act on.
+// that the appliance reads differently from Prometheus or does not act on.
 func (c *Config) topNotes() []string {
 	var notes []string
 	if n := len(c.RemoteRead); n > 0 {
-		notes = append(notes, fmt.Sprintf("remote_read: %d endpoint(s) parsed but not used: queries read the appliance's own storage only", n))
+		notes = append(notes, fmt.Sprintf("remote_read: %d endpoint(s) are read by queries and rules besides the local storage (read_recent false: only before the raw tier's retention); series, labels, federate and remote read answer from the local storage only", n))
 	}
 	if c.Tracing != nil {
 		notes = append(notes, "tracing is accepted and ignored: the appliance exports no traces")

@@ -62,7 +62,7 @@ runtime:
 		"prometheus.yml:15: warning: storage.tsdb.retention.time 60d is mapped to storage.retention.raw (the 1m and 5m tiers keep at least as long)",
 		"prometheus.yml:15: warning: storage.tsdb.retention.size 10GiB is not enforced: the appliance bounds its disk with storage.min_free_disk and the tiers' retention",
 		"prometheus.yml:15: warning: storage.tsdb.out_of_order_time_window is ignored: the storage takes samples in any order",
-		"prometheus.yml:13: warning: remote_read: 1 endpoint(s) parsed but not used: queries read the appliance's own storage only",
+		"prometheus.yml:13: warning: remote_read: 1 endpoint(s) are read by queries and rules besides the local storage (read_recent false: only before the raw tier's retention); series, labels, federate and remote read answer from the local storage only",
 		"prometheus.yml:21: warning: tracing is accepted and ignored: the appliance exports no traces",
 		"prometheus.yml:23: warning: otlp is accepted and ignored: the appliance has no OTLP receiver",
 		"prometheus.yml:25: warning: runtime is accepted and ignored: the Go runtime keeps its defaults (gogc is not applied)",

@@ -210,7 +210,7 @@ prometheus_rule_evaluation_failures_total{rule_group="/etc/prometheus/rules.yml;
 		"SUCCESS",
 		"warning: storage.tsdb.retention.time 15d is mapped to storage.retention.raw",
 		"warning: storage.tsdb.retention.size 50GiB is not enforced",
-		"warning: remote_read: 1 endpoint(s) parsed but not used",
+		"warning: remote_read: 1 endpoint(s) are read by queries and rules besides the local storage",
 		"warning: tracing is accepted and ignored",
 		"warning: runtime is accepted and ignored",
 		"warning: alerting.global.wechat_api_url is ignored",

@@ -21,4 +21,11 @@
 // the 5m tier rate(x[5m]) answers rate(x[10m]). Rules evaluate over
 // storage.DB.Raw, which is no TierPlanner, so their queries are never
 // rewritten.
+//
+// # Remote read
+//
+// RemoteRead (remoteread.go) adds prometheus.yml's remote_read endpoints
+// to every query, after tier planning: the query's own Queryable is the
+// primary, each endpoint a secondary whose failure is a warning of the
+// answer (Prometheus' fanout semantics).
 package query

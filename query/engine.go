@@ -37,6 +37,9 @@ type Options struct {
 	// MaxSubquerySteps bounds the steps one subquery evaluates (see
 	// DefaultMaxSubquerySteps).
 	MaxSubquerySteps int
+	// RemoteRead are the remote_read endpoints read besides each query's
+	// Queryable (remoteread.go); nil reads none.
+	RemoteRead *RemoteRead
 }
 
 // DefaultOptions returns Prometheus' defaults, and the appliance's bounds

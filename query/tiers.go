@@ -33,6 +33,7 @@ func (e *Engine) NewInstantQuery(ctx context.Context, q storage.Queryable, opts 
 		return nil, err
 	}
 	qs, opts = e.forTiers(ctx, q, opts, qs, ts, ts, 0)
+	q = e.opts.RemoteRead.queryable(q)
 	return withDeadline(e.Engine.NewInstantQuery(ctx, q, opts, qs, ts))(deadline)
 }
 
@@ -47,6 +48,7 @@ func (e *Engine) NewRangeQuery(ctx context.Context, q storage.Queryable, opts pr
 		return nil, err
 	}
 	qs, opts = e.forTiers(ctx, q, opts, qs, start, end, interval)
+	q = e.opts.RemoteRead.queryable(q)
 	if expr, err := e.parser.ParseExpr(qs); err == nil {
 		if n := e.splitParts(expr, start, end, interval); n > 1 {
 			return withDeadline(e.newSplitQuery(ctx, q, opts, qs, start, end, interval, n))(deadline)

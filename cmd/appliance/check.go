@@ -11,6 +11,7 @@ import (
 
 	"github.com/aiserve/appliance/config"
 	"github.com/aiserve/appliance/notify/message"
+	"github.com/aiserve/appliance/query"
 	"github.com/aiserve/appliance/rules"
 	"github.com/aiserve/appliance/rules/rulefile"
 )
@@ -139,6 +140,10 @@ func stageErrors(cfg *config.Config) []error {
 	}
 	if _, err := message.ParseTemplateFiles("", "", t.Files); err != nil {
 		errs = append(errs, cfg.ErrorAt(cfg.KeyLine("alerting", "templates"), err.Error()))
+	}
+	// The remote_read clients build as the query stage builds them.
+	if _, err := query.NewRemoteRead(nil).Prepare(cfg.RemoteRead, cfg.Global.ExternalLabels); err != nil {
+		errs = append(errs, cfg.ErrorAt(cfg.KeyLine("remote_read"), err.Error()))
 	}
 	errs = append(errs, sloBoundErrors(cfg, "")...)
 	return errs

@@ -25,6 +25,9 @@ var badFiles = map[string][]string{
 	"testdata/rule-packs.bad.yml": {
 		`testdata/rule-packs.bad.yml:3: unknown rule pack "ollama"; known packs: ` + strings.Join(rules.PackNames(), ", "),
 	},
+	"testdata/remote-read.bad.yml": {
+		`testdata/remote-read.bad.yml:1: remote_read http://lts:9201/read: configured twice`,
+	},
 	"testdata/alerting/template.bad.yml": {
 		`testdata/alerting/template.bad.yml:3: title template: template: title:1: unclosed action`,
 	},

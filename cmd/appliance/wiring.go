@@ -79,6 +79,7 @@ type appliance struct {
 
 	// The parts, in the order they are built.
 	db          *storage.DB
+	remoteRead  *query.RemoteRead
 	engine      *query.Engine
 	downsampler *downsample.Downsampler
 	notifier    *notify.Notifier
@@ -162,8 +163,19 @@ func newAppliance(cfg *config.Config, f runFlags, logger *slog.Logger) (_ *appli
 		}
 	}()
 
-	// query
+	// query, with remote_read's endpoints as extra read sources; with
+	// read_recent false they serve what is older than the raw tier.
+	rawRetention := sopts.RetentionRaw
+	a.remoteRead = query.NewRemoteRead(func() (int64, error) {
+		return time.Now().Add(-rawRetention).UnixMilli(), nil
+	})
+	rrNext, err := a.remoteRead.Prepare(cfg.RemoteRead, cfg.Global.ExternalLabels)
+	if err != nil {
+		return nil, err
+	}
+	a.remoteRead.Apply(rrNext)
 	a.engine = query.New(query.Options{
+		RemoteRead:    a.remoteRead,
 		Timeout:       time.Duration(cfg.Query.Timeout),
 		MaxSamples:    cfg.Query.MaxSamples,
 		MaxConcurrent: cfg.Query.MaxConcurrency,
@@ -420,7 +432,7 @@ func (a *appliance) addPart(g *run.Group, name string, fn func(context.Context) 
 // prepares the new config and changes nothing: rules read, parse and
 // compile their files and packs, notify builds its receivers, templates
 // and time intervals, the scraper merges and checks its jobs, the probes
-// build their probers. Only when all have succeeded does any part apply.
+// build their probers, query builds its remote_read clients. Only when all have succeeded does any part apply.
 // A config that does not load or that a part refuses leaves everything
 // as it was; the error names the part and, where known, the file and
 // line. Storage, query and web settings need a restart (a warning says
@@ -461,6 +473,10 @@ func (a *appliance) reload() error {
 	if err != nil {
 		errs = append(errs, fmt.Errorf("probes: %w", err))
 	}
+	remoteReadNext, err := a.remoteRead.Prepare(cfg.RemoteRead, cfg.Global.ExternalLabels)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("query: %w", err))
+	}
 	var webNext *ui.WebNext
 	if ws, err := webSettings(cfg.Web); err != nil {
 		errs = append(errs, fmt.Errorf("web: %w", err))
@@ -487,6 +503,7 @@ func (a *appliance) reload() error {
 	}
 	a.inputs.apply(cfg, probesNext, a.logger)
 	a.exemplars.Resize(cfg.Storage.Exemplars.MaxExemplars)
+	a.remoteRead.Apply(remoteReadNext)
 	a.slo.apply(cfg)
 	// Users and TLS files: from the next request (handshake) on.
 	a.web.ApplyWeb(webNext)
