@@ -395,16 +395,16 @@ scrape_configs:
 }
 
 // TestCheckStageErrors: `appliance check` reports what the stages find
-// (rule files, rule pack names, message templates) at file:line, now that
-// the command asks them rather than config; the exact messages are
-// checked in cmd/appliance's tests.
+// (rule files, rule pack names, message templates, remote read endpoints)
+// at file:line, now that the command asks them rather than config; the
+// exact messages are checked in cmd/appliance's tests.
 func TestCheckStageErrors(t *testing.T) {
 	files, err := filepath.Glob("../cmd/appliance/testdata/*.bad.yml")
 	require.NoError(t, err)
 	more, err := filepath.Glob("../cmd/appliance/testdata/alerting/*.bad.yml")
 	require.NoError(t, err)
 	files = append(files, more...)
-	require.Len(t, files, 3)
+	require.Len(t, files, 4)
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
 			out, err := exec.Command(binary, "check", "--config", f).CombinedOutput()
