@@ -234,7 +234,7 @@ func (g generator) emit(t testing.TB, t0 time.Time, interval, length time.Durati
 }
 
 func TestAccuracy(t *testing.T) {
-	if testing.Short() {
+	if testing.Short() && os.Getenv("CI") != "true" { // CI runs them, -short or not
 		t.Skip("loads 30 days of data")
 	}
 	fx := loadFixture(t, "testdata/accuracy.test")

@@ -3,6 +3,7 @@ package downsample
 import (
 	"context"
 	"math/rand/v2"
+	"os"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -156,7 +157,7 @@ func countSamples(data []*seriesData) (n int) {
 // straight into the rollup tiers at Commit and the rest through raw as
 // late data below the downsampler's watermark.
 func TestAccuracyBackfill(t *testing.T) {
-	if testing.Short() {
+	if testing.Short() && os.Getenv("CI") != "true" { // CI runs them, -short or not
 		t.Skip("loads 30 days of data twice")
 	}
 	fx := loadFixture(t, "testdata/accuracy.test")
@@ -237,7 +238,7 @@ func TestAccuracyBackfill(t *testing.T) {
 // days on, past the raw retention, and the tiers alone must answer as
 // raw did.
 func TestAccuracyLive(t *testing.T) {
-	if testing.Short() {
+	if testing.Short() && os.Getenv("CI") != "true" { // CI runs them, -short or not
 		t.Skip("loads a day of data twice")
 	}
 	fx := loadFixture(t, "testdata/accuracy_live.test")
