@@ -163,6 +163,13 @@ func (f fanoutQueryable) Querier(mint, maxt int64) (storage.Querier, error) {
 			secondaries = append(secondaries, failedQuerier{src: src, err: err})
 			continue
 		}
+		if q == storage.NoopQuerier() {
+			// Nothing to ask (read_recent false, a range the local
+			// storage holds): left out unwrapped, so that the merge
+			// querier drops it and, with no other endpoint, the query
+			// reads the local querier alone rather than merging.
+			continue
+		}
 		secondaries = append(secondaries, namedQuerier{Querier: q, src: src})
 	}
 	return storage.NewMergeQuerier([]storage.Querier{primary}, secondaries, storage.ChainedSeriesMerge), nil

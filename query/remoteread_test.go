@@ -14,6 +14,7 @@ import (
 	promconfig "github.com/prometheus/prometheus/config"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql/promqltest"
+	"github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/storage/remote"
 	"github.com/stretchr/testify/require"
 )
@@ -124,4 +125,23 @@ func TestRemoteRead(t *testing.T) {
 	require.NoError(t, err)
 	rr.Apply(next)
 	require.Equal(t, 0, rr.Len())
+}
+
+// TestRemoteReadLocalRangeReadsLocalOnly: with read_recent false, a range
+// the local storage holds asks no endpoint, and the query reads the local
+// querier itself, not a merge of it with nothing.
+func TestRemoteReadLocalRangeReadsLocalOnly(t *testing.T) {
+	u, err := url.Parse("http://127.0.0.1:1/api/v1/read") // never asked
+	require.NoError(t, err)
+	c := promconfig.DefaultRemoteReadConfig
+	c.URL = &commoncfg.URL{URL: u}
+	rr := NewRemoteRead(func() (int64, error) { return 1000, nil })
+	next, err := rr.Prepare([]*promconfig.RemoteReadConfig{&c}, labels.EmptyLabels())
+	require.NoError(t, err)
+	rr.Apply(next)
+
+	local := &struct{ storage.Querier }{storage.NoopQuerier()}
+	q, err := rr.queryable(storage.QueryableFunc(func(int64, int64) (storage.Querier, error) { return local, nil })).Querier(2000, 3000)
+	require.NoError(t, err)
+	require.Same(t, local, q)
 }

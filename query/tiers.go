@@ -29,10 +29,10 @@ func (e *Engine) NewInstantQuery(ctx context.Context, q storage.Queryable, opts 
 	deadline := time.Now().Add(e.opts.Timeout)
 	ctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
-	if err := e.checkSubqueries(qs, ts, ts); err != nil {
+	qs, opts, err := e.prepare(ctx, q, opts, qs, ts, ts, 0)
+	if err != nil {
 		return nil, err
 	}
-	qs, opts = e.forTiers(ctx, q, opts, qs, ts, ts, 0)
 	q = e.opts.RemoteRead.queryable(q)
 	return withDeadline(e.Engine.NewInstantQuery(ctx, q, opts, qs, ts))(deadline)
 }
@@ -44,10 +44,10 @@ func (e *Engine) NewRangeQuery(ctx context.Context, q storage.Queryable, opts pr
 	deadline := time.Now().Add(e.opts.Timeout)
 	ctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
-	if err := e.checkSubqueries(qs, start, end); err != nil {
+	qs, opts, err := e.prepare(ctx, q, opts, qs, start, end, interval)
+	if err != nil {
 		return nil, err
 	}
-	qs, opts = e.forTiers(ctx, q, opts, qs, start, end, interval)
 	q = e.opts.RemoteRead.queryable(q)
 	if expr, err := e.parser.ParseExpr(qs); err == nil {
 		if n := e.splitParts(expr, start, end, interval); n > 1 {
@@ -83,20 +83,35 @@ func (q deadlineQuery) Exec(ctx context.Context) *promql.Result {
 	return q.Query.Exec(ctx)
 }
 
-// forTiers returns the query text and options to run over q: the planner
-// of q rewrites the parsed query (see storage.DB.AdaptForTiers), and the
-// engine carries the lookback it asks for in the query's options.
-// Unparseable queries are passed through untouched so that Prometheus'
-// engine reports the error.
-func (e *Engine) forTiers(ctx context.Context, q storage.Queryable, opts promql.QueryOpts, qs string, start, end time.Time, step time.Duration) (string, promql.QueryOpts) {
-	planner, ok := q.(TierPlanner)
-	if !ok {
-		return qs, opts
+// prepare parses qs once, refuses it when its subqueries would evaluate
+// more than MaxSubquerySteps steps over [start, end], and returns the
+// query text and options to run over q (forTiers). Unparseable queries
+// pass untouched, so that Prometheus' engine reports the error.
+func (e *Engine) prepare(ctx context.Context, q storage.Queryable, opts promql.QueryOpts, qs string, start, end time.Time, step time.Duration) (string, promql.QueryOpts, error) {
+	planner, planned := q.(TierPlanner)
+	if !planned && !strings.Contains(qs, ":") {
+		return qs, opts, nil // no tiers to plan, no subquery to bound
 	}
 	expr, err := e.parser.ParseExpr(qs)
 	if err != nil {
-		return qs, opts
+		return qs, opts, nil
 	}
+	subStep := time.Duration(e.subqueryStepMs.Load()) * time.Millisecond
+	if err := checkSubquerySteps(expr, start, end, subStep, e.opts.MaxSubquerySteps); err != nil {
+		return "", nil, err
+	}
+	if !planned {
+		return qs, opts, nil
+	}
+	qs, opts = e.forTiers(ctx, planner, opts, qs, expr, start, end, step)
+	return qs, opts, nil
+}
+
+// forTiers returns the query text and options to run: the planner
+// rewrites the parsed query expr (qs) in place (see
+// storage.DB.AdaptForTiers), and the engine carries the lookback it asks
+// for in the query's options.
+func (e *Engine) forTiers(ctx context.Context, planner TierPlanner, opts promql.QueryOpts, qs string, expr parser.Expr, start, end time.Time, step time.Duration) (string, promql.QueryOpts) {
 	lookback := e.opts.LookbackDelta
 	if opts != nil && opts.LookbackDelta() > 0 {
 		lookback = opts.LookbackDelta()
@@ -114,19 +129,4 @@ func (e *Engine) forTiers(ctx context.Context, q storage.Queryable, opts promql.
 		opts = promql.NewPrometheusQueryOpts(perStep, lb, useST)
 	}
 	return expr.String(), opts
-}
-
-// checkSubqueries refuses a query whose subqueries would evaluate more
-// than MaxSubquerySteps steps over [start, end]. Unparseable queries pass:
-// Prometheus' engine reports their error.
-func (e *Engine) checkSubqueries(qs string, start, end time.Time) error {
-	if !strings.Contains(qs, ":") {
-		return nil // no subquery
-	}
-	expr, err := e.parser.ParseExpr(qs)
-	if err != nil {
-		return nil
-	}
-	step := time.Duration(e.subqueryStepMs.Load()) * time.Millisecond
-	return checkSubquerySteps(expr, start, end, step, e.opts.MaxSubquerySteps)
 }

@@ -31,7 +31,7 @@ func TestForTiers(t *testing.T) {
 	f := func(limit storage.Tier, opts promql.QueryOpts, in, want string, wantLookback time.Duration) {
 		t.Helper()
 		ctx := storage.WithMaxSourceResolution(context.Background(), limit)
-		got, opts := e.forTiers(ctx, db, opts, in, now.Add(-time.Hour), now, time.Hour)
+		got, opts, _ := e.prepare(ctx, db, opts, in, now.Add(-time.Hour), now, time.Hour)
 		require.Equal(t, want, got)
 		lb := time.Duration(0)
 		if opts != nil {
@@ -52,14 +52,14 @@ func TestForTiers(t *testing.T) {
 	f(storage.Tier5m, nil, `rate(x[`, `rate(x[`, 0)
 
 	ctx := storage.WithMaxSourceResolution(context.Background(), storage.Tier5m)
-	_, opts := e.forTiers(ctx, db, promql.NewPrometheusQueryOpts(true, time.Minute, nil), `x`, now.Add(-time.Hour), now, time.Hour)
+	_, opts, _ := e.prepare(ctx, db, promql.NewPrometheusQueryOpts(true, time.Minute, nil), `x`, now.Add(-time.Hour), now, time.Hour)
 	require.True(t, opts.EnablePerStepStats())
 
 	// A Queryable without tiers (rules read storage.DB.Raw) gets the
 	// query unchanged.
-	got, opts := e.forTiers(ctx, db.Raw(), promql.NewPrometheusQueryOpts(false, time.Minute, nil), `count_over_time(x[1m])`, now, now, 0)
+	got, opts, _ := e.prepare(ctx, db.Raw(), promql.NewPrometheusQueryOpts(false, time.Minute, nil), `count_over_time(x[1m])`, now, now, 0)
 	require.Equal(t, `count_over_time(x[1m])`, got)
 	require.Equal(t, time.Minute, opts.LookbackDelta())
-	got, _ = e.forTiers(ctx, promstorage.QueryableFunc(func(int64, int64) (promstorage.Querier, error) { return promstorage.NoopQuerier(), nil }), nil, `count_over_time(x[1m])`, now, now, 0)
+	got, _, _ = e.prepare(ctx, promstorage.QueryableFunc(func(int64, int64) (promstorage.Querier, error) { return promstorage.NoopQuerier(), nil }), nil, `count_over_time(x[1m])`, now, now, 0)
 	require.Equal(t, `count_over_time(x[1m])`, got)
 }

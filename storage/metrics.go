@@ -41,15 +41,7 @@ func newDBMetrics(db *DB, reg prometheus.Registerer) *dbMetrics {
 		Name: "appliance_storage_active_series",
 		Help: "Series with samples in the current or previous hour.",
 	}, func() float64 { return float64(db.ActiveSeries()) })
-	headSeries := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "appliance_storage_head_series",
-		Help: "Series the in-memory head holds: those that got samples in the last two flush generations.",
-	}, func() float64 { n, _ := db.head.size(); return float64(n) })
-	headSamples := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "appliance_storage_head_samples",
-		Help: "Samples the in-memory head holds.",
-	}, func() float64 { _, n := db.head.size(); return float64(n) })
-	m.collectors = []prometheus.Collector{m.samplesAppended, m.appendErrorsVec, activeSeries, headSeries, headSamples, m.vm}
+	m.collectors = []prometheus.Collector{m.samplesAppended, m.appendErrorsVec, activeSeries, headCollector{db.head}, m.vm}
 	return m
 }
 
@@ -80,6 +72,28 @@ func (m *dbMetrics) unregister() {
 	for _, c := range m.collectors {
 		m.reg.Unregister(c)
 	}
+}
+
+// headCollector exports the head's size: one walk of the head per scrape
+// gives both figures.
+type headCollector struct{ h *head }
+
+var (
+	descHeadSeries = prometheus.NewDesc("appliance_storage_head_series",
+		"Series the in-memory head holds: those that got samples in the last two flush generations.", nil, nil)
+	descHeadSamples = prometheus.NewDesc("appliance_storage_head_samples",
+		"Samples the in-memory head holds.", nil, nil)
+)
+
+func (c headCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- descHeadSeries
+	ch <- descHeadSamples
+}
+
+func (c headCollector) Collect(ch chan<- prometheus.Metric) {
+	series, samples := c.h.size()
+	ch <- prometheus.MustNewConstMetric(descHeadSeries, prometheus.GaugeValue, float64(series))
+	ch <- prometheus.MustNewConstMetric(descHeadSamples, prometheus.GaugeValue, float64(samples))
 }
 
 // vmCollector exports a few of VictoriaMetrics' own figures, read once per

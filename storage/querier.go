@@ -152,14 +152,11 @@ func (q *querier) LabelNames(ctx context.Context, hints *promstorage.LabelHints,
 	if err != nil {
 		return nil, nil, tooManySeries(searchError("search label names", err), db.opts.MaxSeriesPerQuery)
 	}
-	if len(fromHead) > 0 {
-		for _, s := range fromHead {
-			s.lset.Range(func(l labels.Label) { names = append(names, l.Name) })
-		}
-		slices.Sort(names)
-		names = slices.Compact(names)
+	for _, s := range fromHead {
+		s.lset.Range(func(l labels.Label) { names = append(names, l.Name) })
 	}
 	slices.Sort(names)
+	names = slices.Compact(names) // the head's names repeat VictoriaMetrics'
 	names, _ = hints.ApplyLimit(names)
 	return names, nil, nil
 }
@@ -184,12 +181,9 @@ func (q *querier) LabelValues(ctx context.Context, name string, hints *promstora
 	if err != nil {
 		return nil, nil, tooManySeries(searchError("search label values", err), db.opts.MaxSeriesPerQuery)
 	}
-	if len(fromHead) > 0 {
-		values = append(values, fromHead...)
-		slices.Sort(values)
-		values = slices.Compact(values)
-	}
+	values = append(values, fromHead...)
 	slices.Sort(values)
+	values = slices.Compact(values) // the head's values repeat VictoriaMetrics'
 	values, _ = hints.ApplyLimit(values)
 	return values, nil, nil
 }

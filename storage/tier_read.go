@@ -232,8 +232,11 @@ func (db *DB) searchTier(ctx context.Context, tier Tier, ms []*labels.Matcher, m
 	} else {
 		set, err = db.searchSeries(ctx, tier, tfs, mint, maxt)
 	}
-	if err != nil || tier == TierRaw {
-		return mergeHead(set, fromHead, true), err
+	if err != nil {
+		return nil, err
+	}
+	if tier == TierRaw {
+		return mergeHead(set, fromHead, true), nil
 	}
 	seen := make(map[string]bool, len(set)/4)
 	out := set[:0]
