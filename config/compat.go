@@ -234,30 +234,24 @@ func cmpOr[T comparable](a, b T) T {
 
 // notifierConfigs returns the shared part of every HTTP integration of r.
 func (r *Receiver) notifierConfigs() []*NotifierConfig {
-	var out []*NotifierConfig
-	for _, x := range r.WebhookConfigs {
-		out = append(out, &x.NotifierConfig)
-	}
-	for _, x := range r.SlackConfigs {
-		out = append(out, &x.NotifierConfig)
-	}
-	for _, x := range r.DingTalkConfigs {
-		out = append(out, &x.NotifierConfig)
-	}
-	for _, x := range r.WeComConfigs {
-		out = append(out, &x.NotifierConfig)
-	}
-	for _, x := range r.FeishuConfigs {
-		out = append(out, &x.NotifierConfig)
-	}
-	for _, x := range r.SMSConfigs {
-		out = append(out, &x.NotifierConfig)
-	}
-	for _, x := range r.VoiceConfigs {
-		out = append(out, &x.NotifierConfig)
-	}
-	for _, x := range r.AlertmanagerConfigs {
-		out = append(out, &x.NotifierConfig)
+	out := appendShared(nil, r.WebhookConfigs)
+	out = appendShared(out, r.SlackConfigs)
+	out = appendShared(out, r.DingTalkConfigs)
+	out = appendShared(out, r.WeComConfigs)
+	out = appendShared(out, r.FeishuConfigs)
+	out = appendShared(out, r.SMSConfigs)
+	out = appendShared(out, r.VoiceConfigs)
+	return appendShared(out, r.AlertmanagerConfigs)
+}
+
+// shared returns c itself; an integration config that embeds
+// NotifierConfig has it as a method, which appendShared calls.
+func (c *NotifierConfig) shared() *NotifierConfig { return c }
+
+// appendShared appends the NotifierConfig of each of xs to out.
+func appendShared[T interface{ shared() *NotifierConfig }](out []*NotifierConfig, xs []T) []*NotifierConfig {
+	for _, x := range xs {
+		out = append(out, x.shared())
 	}
 	return out
 }

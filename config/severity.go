@@ -62,6 +62,13 @@ func (s Severities) Of(get func(string) (string, bool)) (string, bool) {
 // labels: its value then goes through the map too.
 func (s Severities) ReadsPriority() bool { return slices.Contains(s.Labels, PriorityLabel) }
 
+// KeepsPriority reports whether a label set whose priority label holds p
+// keeps p as its priority: always, unless the priority label is also a
+// severity label and p is not a priority (then p goes through the map).
+func (s Severities) KeepsPriority(p string) bool {
+	return !s.ReadsPriority() || slices.Contains(Priorities, p)
+}
+
 // Severities returns the severity map in effect for c.
 func (c AlertingConfig) Severities() Severities {
 	m := maps.Clone(DefaultSeverityMap)

@@ -128,18 +128,7 @@ func (n *Notifier) maybeSendDigest(now time.Time) error {
 		if err := b.Put(digestNextKey, []byte(next.UTC().Format(time.RFC3339Nano))); err != nil {
 			return err
 		}
-		entries := map[string]*digestEntry{}
-		err = b.ForEach(func(k, v []byte) error {
-			if bytes.HasPrefix(k, []byte{0}) {
-				return nil
-			}
-			var e digestEntry
-			if err := json.Unmarshal(v, &e); err != nil {
-				return fmt.Errorf("digest entry %s: %w", k, err)
-			}
-			entries[string(k)] = &e
-			return nil
-		})
+		entries, err := readDigestEntries(b)
 		if err != nil || len(entries) == 0 {
 			return err
 		}
@@ -236,4 +225,22 @@ func (n *Notifier) digestMessage(entries map[string]*digestEntry, receiver, inte
 	m.Text = b.String()
 	m.HTML = "<html><body><h2>" + html.EscapeString(m.Title) + "</h2><pre>" + html.EscapeString(m.Text) + "</pre></body></html>"
 	return m
+}
+
+// readDigestEntries returns the alerts the digest bucket b holds, by
+// fingerprint (the keys starting with a zero byte are not alerts).
+func readDigestEntries(b *bolt.Bucket) (map[string]*digestEntry, error) {
+	entries := map[string]*digestEntry{}
+	err := b.ForEach(func(k, v []byte) error {
+		if bytes.HasPrefix(k, []byte{0}) {
+			return nil
+		}
+		var e digestEntry
+		if err := json.Unmarshal(v, &e); err != nil {
+			return fmt.Errorf("digest entry %s: %w", k, err)
+		}
+		entries[string(k)] = &e
+		return nil
+	})
+	return entries, err
 }

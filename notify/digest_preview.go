@@ -1,8 +1,6 @@
 package notify
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -36,19 +34,10 @@ func (n *Notifier) DigestPreview() (DigestPreview, error) {
 	if err != nil {
 		return p, fmt.Errorf("digest timezone: %w", err)
 	}
-	entries := map[string]*digestEntry{}
+	var entries map[string]*digestEntry
 	err = n.db.View(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketDigest).ForEach(func(k, v []byte) error {
-			if bytes.HasPrefix(k, []byte{0}) {
-				return nil
-			}
-			var e digestEntry
-			if err := json.Unmarshal(v, &e); err != nil {
-				return fmt.Errorf("digest entry %s: %w", k, err)
-			}
-			entries[string(k)] = &e
-			return nil
-		})
+		entries, err = readDigestEntries(tx.Bucket(bucketDigest))
+		return err
 	})
 	if err != nil || len(entries) == 0 {
 		return p, err

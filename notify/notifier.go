@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -306,7 +305,7 @@ func (n *Notifier) Post(alerts []model.Alert) {
 // one. A severity the map does not know routes as default_severity, with
 // a warning once.
 func (n *Notifier) withPriority(ls model.LabelSet) model.LabelSet {
-	if p, ok := ls[config.PriorityLabel]; ok && (!n.severities.ReadsPriority() || slices.Contains(config.Priorities, string(p))) {
+	if p, ok := ls[config.PriorityLabel]; ok && n.severities.KeepsPriority(string(p)) {
 		return ls
 	}
 	sev, _ := n.severities.Of(func(l string) (string, bool) { v, ok := ls[model.LabelName(l)]; return string(v), ok })

@@ -18,17 +18,13 @@ import (
 // carry their labels, so the file differs from the sources only where the
 // extensions were compiled.
 func PrometheusRuleFile(files, packs []string) ([]byte, error) {
-	ids, err := sources(files, packs)
-	if err != nil {
-		return nil, err
-	}
-	staged, err := newLoader().stage(ids)
+	exported, err := PrometheusRuleFiles(Config{Files: files, Packs: packs})
 	if err != nil {
 		return nil, err
 	}
 	var out rulefmt.RuleGroups
-	for _, id := range append(staged.order, warmupID) {
-		out.Groups = append(out.Groups, staged.groups[id].Groups...)
+	for _, f := range exported {
+		out.Groups = append(out.Groups, f.Groups.Groups...)
 	}
 	data, err := yaml.Marshal(&out)
 	if err != nil {

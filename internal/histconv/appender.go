@@ -131,19 +131,16 @@ func inBucket(dst, es []exemplar.Exemplar, lo, hi float64) []exemplar.Exemplar {
 // native series go to the _bucket series that holds their value, others
 // to next (dropped when next keeps no exemplars).
 func (a *Appender) AppendExemplars(ref storage.SeriesRef, ls labels.Labels, es []exemplar.Exemplar) (storage.SeriesRef, error) {
-	key := ls.Hash()
-	if !a.c.Known(key) {
-		if ea, ok := a.next.(storage.ExemplarAppenderV2); ok {
-			return ea.AppendExemplars(ref, ls, es)
-		}
-		return ref, nil
-	}
-	bounds := append(a.c.Bounds(key), math.Inf(1))
-	base := ls.Get(model.MetricNameLabel)
 	ea, ok := a.next.(storage.ExemplarAppenderV2)
 	if !ok {
 		return ref, nil
 	}
+	key := ls.Hash()
+	if !a.c.Known(key) {
+		return ea.AppendExemplars(ref, ls, es)
+	}
+	bounds := append(a.c.Bounds(key), math.Inf(1))
+	base := ls.Get(model.MetricNameLabel)
 	a.lb.Reset(ls)
 	a.lb.Set(model.MetricNameLabel, base+"_bucket")
 	lo := math.Inf(-1)

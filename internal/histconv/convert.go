@@ -241,11 +241,7 @@ func (c *Converter) customBuckets(key uint64, fh *histogram.FloatHistogram) (Cla
 // bound the series had.
 func (c *Converter) stale(key uint64) Classic {
 	stale := math.Float64frombits(value.StaleNaN)
-	var bounds []float64
-	if s := c.Forget(key); s != nil {
-		bounds = s
-	}
-	bounds = append(slices.Clip(bounds), math.Inf(1))
+	bounds := append(slices.Clip(c.Forget(key)), math.Inf(1))
 	cum := make([]float64, len(bounds))
 	for i := range cum {
 		cum[i] = stale

@@ -3,7 +3,6 @@ package rulefile
 import (
 	"fmt"
 	"maps"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -122,7 +121,7 @@ func (f *File) Compile() (*rulefmt.RuleGroups, []Compiled) {
 // label that routing reads, from its severity through the severity map,
 // unless the rule sets one; and that priority.
 func (f *File) withPriority(ls map[string]string, sev string) (map[string]string, string) {
-	if p, ok := ls[config.PriorityLabel]; ok && (!f.opts.Severities.ReadsPriority() || slices.Contains(config.Priorities, p)) {
+	if p, ok := ls[config.PriorityLabel]; ok && f.opts.Severities.KeepsPriority(p) {
 		return ls, p
 	}
 	p, ok := f.opts.Severities.Priority(sev)

@@ -349,7 +349,7 @@ func (f *File) validate(root *yaml.Node, p parser.Parser) []error {
 			case !known:
 				errorf(line("labels"), "%s: severity %q is not in alerting.severity_map; want one of %s", where, sev, strings.Join(sevs.Known(), ", "))
 			}
-			if p, set := r.Labels[config.PriorityLabel]; set && (!sevs.ReadsPriority() || slices.Contains(Severities, p)) {
+			if p, set := r.Labels[config.PriorityLabel]; set && sevs.KeepsPriority(p) {
 				if !slices.Contains(Severities, p) {
 					errorf(line("labels"), "%s: priority %q: want P0, P1 or P2", where, p)
 				}

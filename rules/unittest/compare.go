@@ -102,5 +102,3 @@ func (l sampleList) String() string {
 	}
 	return strings.Join(parts, ", ")
 }
-
-func parseFloat(s string) (float64, error) { return strconv.ParseFloat(s, 64) }

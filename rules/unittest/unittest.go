@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -136,7 +137,7 @@ func (t *startTime) UnmarshalYAML(unmarshal func(any) error) error {
 }
 
 func parseTime(s string) (time.Time, error) {
-	if f, err := parseFloat(s); err == nil {
+	if f, err := strconv.ParseFloat(s, 64); err == nil {
 		sec := int64(f)
 		return time.Unix(sec, int64((f-float64(sec))*float64(time.Second))).UTC(), nil
 	}
