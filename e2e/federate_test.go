@@ -61,25 +61,7 @@ type external struct {
 // startExternal runs bin with args and waits until readyPath answers 200.
 func startExternal(t *testing.T, bin, addr, readyPath string, args ...string) *external {
 	t.Helper()
-	p := &proc{t: t, addr: addr, done: make(chan struct{})}
-	p.cmd = exec.Command(bin, args...)
-	p.cmd.Stdout, p.cmd.Stderr = p, p
-	require.NoError(t, p.cmd.Start())
-	go func() {
-		p.err = p.cmd.Wait()
-		close(p.done)
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-p.done:
-		default:
-			_ = p.cmd.Process.Kill()
-			<-p.done
-		}
-		if t.Failed() {
-			t.Logf("%s output:\n%s", filepath.Base(bin), p.Output())
-		}
-	})
+	p := launchCmd(t, addr, filepath.Base(bin), exec.Command(bin, args...))
 	eventually(t, 60*time.Second, filepath.Base(bin)+" ready", func() bool {
 		select {
 		case <-p.done:

@@ -121,8 +121,15 @@ func writeConfig(t *testing.T, dir, body string) string {
 // test failed.
 func launch(t *testing.T, addr string, args ...string) *proc {
 	t.Helper()
-	p := &proc{t: t, addr: addr, done: make(chan struct{})}
-	p.cmd = exec.Command(binary, args...)
+	return launchCmd(t, addr, "appliance", exec.Command(binary, args...))
+}
+
+// launchCmd starts cmd (the appliance under prlimit, or an external
+// program named name) as launch does: killed when the test ends, its
+// output logged as name's if the test failed.
+func launchCmd(t *testing.T, addr, name string, cmd *exec.Cmd) *proc {
+	t.Helper()
+	p := &proc{t: t, addr: addr, done: make(chan struct{}), cmd: cmd}
 	p.cmd.Stdout, p.cmd.Stderr = p, p
 	require.NoError(t, p.cmd.Start())
 	go func() {
@@ -137,7 +144,7 @@ func launch(t *testing.T, addr string, args ...string) *proc {
 			<-p.done
 		}
 		if t.Failed() {
-			t.Logf("appliance output:\n%s", p.Output())
+			t.Logf("%s output:\n%s", name, p.Output())
 		}
 	})
 	return p
