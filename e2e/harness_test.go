@@ -150,6 +150,23 @@ func launchCmd(t *testing.T, addr, name string, cmd *exec.Cmd) *proc {
 	return p
 }
 
+// startDemo runs `appliance demo` with the given number of simulated
+// instances on free ports and waits until /-/ready answers 200.
+func startDemo(t *testing.T, instances int) *proc {
+	t.Helper()
+	addr := freeAddr(t)
+	p := launch(t, addr, "demo", "--base-port", "0", "--instances", strconv.Itoa(instances), "--listen", addr, "--data", filepath.Join(t.TempDir(), "data"))
+	eventually(t, 60*time.Second, "demo ready", func() bool {
+		resp, err := http.Get(p.url("/-/ready"))
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	return p
+}
+
 // start runs `appliance run` with cfgPath (may be "") and data dir, and
 // waits until /-/ready answers 200.
 func start(t *testing.T, cfgPath, data string, extra ...string) *proc {
