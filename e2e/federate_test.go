@@ -3,7 +3,6 @@ package e2e
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -23,34 +22,6 @@ import (
 
 	"github.com/aiserve/appliance/bench/harness"
 )
-
-// externalBinary returns the path of pkg's command at version, built from
-// the Go module proxy into the user cache on first use (bench/harness'
-// GoInstall, which rebuilds when the cached binary's build info names
-// another version). Without it the test fails when CI=true, and is
-// skipped elsewhere.
-func externalBinary(t *testing.T, pkg, version string) string {
-	t.Helper()
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		cache = os.TempDir()
-	}
-	dir := filepath.Join(cache, "appliance-e2e", filepath.Base(pkg)+"-"+version)
-	var log bytes.Buffer
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-	defer cancel()
-	begin := time.Now()
-	bin, err := harness.GoInstall(ctx, dir, pkg, version, &log)
-	if err != nil {
-		msg := fmt.Sprintf("cannot build %s@%s from the module proxy: %v\n%s", pkg, version, err, log.String())
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	t.Logf("%s@%s ready in %s", filepath.Base(pkg), version, time.Since(begin).Round(time.Millisecond))
-	return bin
-}
 
 // external is a process the test started (Prometheus, VictoriaMetrics).
 type external struct {

@@ -22,6 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/aiserve/appliance/bench/harness"
 	"github.com/aiserve/appliance/demo"
 )
 
@@ -165,6 +166,34 @@ func startDemo(t *testing.T, instances int) *proc {
 		return resp.StatusCode == http.StatusOK
 	})
 	return p
+}
+
+// externalBinary returns the path of pkg's command at version, built from
+// the Go module proxy into the user cache on first use (bench/harness'
+// GoInstall, which rebuilds when the cached binary's build info names
+// another version). Without it the test fails when CI=true, and is
+// skipped elsewhere.
+func externalBinary(t *testing.T, pkg, version string) string {
+	t.Helper()
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		cache = os.TempDir()
+	}
+	dir := filepath.Join(cache, "appliance-e2e", filepath.Base(pkg)+"-"+version)
+	var log bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	begin := time.Now()
+	bin, err := harness.GoInstall(ctx, dir, pkg, version, &log)
+	if err != nil {
+		msg := fmt.Sprintf("cannot build %s@%s from the module proxy: %v\n%s", pkg, version, err, log.String())
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	t.Logf("%s@%s ready in %s", filepath.Base(pkg), version, time.Since(begin).Round(time.Millisecond))
+	return bin
 }
 
 // start runs `appliance run` with cfgPath (may be "") and data dir, and
