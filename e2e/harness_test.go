@@ -181,7 +181,7 @@ func externalBinary(t *testing.T, pkg, version string) string {
 	}
 	dir := filepath.Join(cache, "appliance-e2e", filepath.Base(pkg)+"-"+version)
 	var log bytes.Buffer
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	begin := time.Now()
 	bin, err := harness.GoInstall(ctx, dir, pkg, version, &log)

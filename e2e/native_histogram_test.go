@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -25,26 +24,6 @@ import (
 
 	"github.com/aiserve/appliance/bench/harness"
 )
-
-// prometheusBinary builds Prometheus (harness.PrometheusVersion) into
-// bench/.bin, or reuses the one there. Without it the test is skipped,
-// except under CI=true, where it fails.
-func prometheusBinary(t *testing.T) string {
-	t.Helper()
-	root, err := harness.ModuleRoot(".")
-	require.NoError(t, err)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
-	defer cancel()
-	var log strings.Builder
-	bin, err := harness.GoInstall(ctx, filepath.Join(root, "bench", ".bin"), "github.com/prometheus/prometheus/cmd/prometheus", harness.PrometheusVersion, &log)
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("build Prometheus %s: %v\n%s", harness.PrometheusVersion, err, log.String())
-		}
-		t.Skipf("build Prometheus %s: %v (set CI=true to fail instead)", harness.PrometheusVersion, err)
-	}
-	return bin
-}
 
 // nativeHistogramTarget serves, in protobuf when asked (as Prometheus
 // with scrape_native_histograms asks), a native histogram with two series
@@ -172,7 +151,7 @@ func seriesKey(ls map[string]string) string {
 // the width of the native bucket the quantile is in. The appliance's own
 // scrape of the same target with scrape_native_histograms agrees.
 func TestNativeHistogramsFromPrometheus(t *testing.T) {
-	bin := prometheusBinary(t)
+	bin := externalBinary(t, "github.com/prometheus/prometheus/cmd/prometheus", harness.PrometheusVersion)
 	target := nativeHistogramTarget(t)
 	host := strings.TrimPrefix(target.URL, "http://")
 
