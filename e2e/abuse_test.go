@@ -110,7 +110,7 @@ func TestAbuseIdleConnections(t *testing.T) {
 	addr := freeAddr(t)
 	p := launchCmd(t, addr, "appliance", exec.Command(prlimit, "--nofile=1024:1024", binary, "run", "--config", cfgPath, "--data", data, "--listen", addr))
 	p.data, p.cfg = data, cfgPath
-	waitReady(t, p)
+	waitReady(t, p, "appliance", "/-/ready")
 
 	const idle = 1100
 	conns := make([]net.Conn, 0, idle)
@@ -147,24 +147,6 @@ func TestAbuseIdleConnections(t *testing.T) {
 	v := p2.instant("count_over_time(abuse_idle_probe[5m])", time.Time{})
 	require.Len(t, v, 1)
 	require.Equal(t, 20.0, value(t, v[0]), "every acknowledged sample survives")
-}
-
-// waitReady waits until a launched appliance answers /-/ready.
-func waitReady(t *testing.T, p *proc) {
-	t.Helper()
-	eventually(t, 60*time.Second, "ready", func() bool {
-		select {
-		case <-p.done:
-			t.Fatalf("appliance exited: %v\n%s", p.err, p.Output())
-		default:
-		}
-		resp, err := http.Get(p.url("/-/ready"))
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
 }
 
 // TestAbuseSlowBody sends a request body one byte every 200 ms: the read

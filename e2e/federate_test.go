@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -22,32 +21,6 @@ import (
 
 	"github.com/aiserve/appliance/bench/harness"
 )
-
-// external is a process the test started (Prometheus, VictoriaMetrics).
-type external struct {
-	addr string
-	out  *proc
-}
-
-// startExternal runs bin with args and waits until readyPath answers 200.
-func startExternal(t *testing.T, bin, addr, readyPath string, args ...string) *external {
-	t.Helper()
-	p := launchCmd(t, addr, filepath.Base(bin), exec.Command(bin, args...))
-	eventually(t, 60*time.Second, filepath.Base(bin)+" ready", func() bool {
-		select {
-		case <-p.done:
-			t.Fatalf("%s exited: %v\n%s", bin, p.err, p.Output())
-		default:
-		}
-		resp, err := http.Get("http://" + addr + readyPath)
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
-	return &external{addr: addr, out: p}
-}
 
 // TestFederateScrapedByPrometheus: a real Prometheus scrapes the
 // appliance's /federate with honor_labels, and its instant query answers

@@ -157,15 +157,41 @@ func startDemo(t *testing.T, instances int) *proc {
 	t.Helper()
 	addr := freeAddr(t)
 	p := launch(t, addr, "demo", "--base-port", "0", "--instances", strconv.Itoa(instances), "--listen", addr, "--data", filepath.Join(t.TempDir(), "data"))
-	eventually(t, 60*time.Second, "demo ready", func() bool {
-		resp, err := http.Get(p.url("/-/ready"))
+	waitReady(t, p, "demo", "/-/ready")
+	return p
+}
+
+// external is a process the test started (Prometheus, VictoriaMetrics).
+type external struct {
+	addr string
+	out  *proc
+}
+
+// startExternal runs bin with args and waits until readyPath answers 200.
+func startExternal(t *testing.T, bin, addr, readyPath string, args ...string) *external {
+	t.Helper()
+	p := launchCmd(t, addr, filepath.Base(bin), exec.Command(bin, args...))
+	waitReady(t, p, filepath.Base(bin), readyPath)
+	return &external{addr: addr, out: p}
+}
+
+// waitReady waits until the process p, called name, answers 200 on
+// readyPath; it fails the test at once if p exits first.
+func waitReady(t *testing.T, p *proc, name, readyPath string) {
+	t.Helper()
+	eventually(t, 60*time.Second, name+" ready", func() bool {
+		select {
+		case <-p.done:
+			t.Fatalf("%s exited: %v\n%s", name, p.err, p.Output())
+		default:
+		}
+		resp, err := http.Get(p.url(readyPath))
 		if err != nil {
 			return false
 		}
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK
 	})
-	return p
 }
 
 // externalBinary returns the path of pkg's command at version, built from

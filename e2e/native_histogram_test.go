@@ -10,7 +10,6 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -63,35 +62,7 @@ func startPrometheus(t *testing.T, bin, config string) *proc {
 	cfg := filepath.Join(dir, "prometheus.yml")
 	require.NoError(t, os.WriteFile(cfg, []byte(config), 0o644))
 	addr := freeAddr(t)
-	p := &proc{t: t, addr: addr, done: make(chan struct{})}
-	p.cmd = exec.Command(bin, "--config.file="+cfg, "--storage.tsdb.path="+filepath.Join(dir, "data"), "--web.listen-address="+addr)
-	p.cmd.Stdout, p.cmd.Stderr = p, p
-	require.NoError(t, p.cmd.Start())
-	go func() {
-		p.err = p.cmd.Wait()
-		close(p.done)
-	}()
-	t.Cleanup(func() {
-		_ = p.cmd.Process.Kill()
-		<-p.done
-		if t.Failed() {
-			t.Logf("prometheus output:\n%s", p.Output())
-		}
-	})
-	eventually(t, 60*time.Second, "Prometheus ready", func() bool {
-		select {
-		case <-p.done:
-			t.Fatalf("prometheus exited: %v\n%s", p.err, p.Output())
-		default:
-		}
-		resp, err := http.Get(p.url("/-/ready"))
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
-	return p
+	return startExternal(t, bin, addr, "/-/ready", "--config.file="+cfg, "--storage.tsdb.path="+filepath.Join(dir, "data"), "--web.listen-address="+addr).out
 }
 
 // metricSums reads a /metrics page and sums the values of each metric
