@@ -108,9 +108,9 @@ func TestAbuseIdleConnections(t *testing.T) {
 	cfgPath := writeConfig(t, dir, "scrape_configs: []\n")
 	data := filepath.Join(dir, "data")
 	addr := freeAddr(t)
-	p := launchCmd(t, addr, exec.Command(prlimit, "--nofile=1024:1024", binary, "run", "--config", cfgPath, "--data", data, "--listen", addr))
+	p := launchCmd(t, addr, "appliance", exec.Command(prlimit, "--nofile=1024:1024", binary, "run", "--config", cfgPath, "--data", data, "--listen", addr))
 	p.data, p.cfg = data, cfgPath
-	waitReady(t, p)
+	waitReady(t, p, "appliance", "/-/ready")
 
 	const idle = 1100
 	conns := make([]net.Conn, 0, idle)
@@ -147,49 +147,6 @@ func TestAbuseIdleConnections(t *testing.T) {
 	v := p2.instant("count_over_time(abuse_idle_probe[5m])", time.Time{})
 	require.Len(t, v, 1)
 	require.Equal(t, 20.0, value(t, v[0]), "every acknowledged sample survives")
-}
-
-// launchCmd is launch with a command line of the caller's (the binary
-// under prlimit).
-func launchCmd(t *testing.T, addr string, cmd *exec.Cmd) *proc {
-	t.Helper()
-	p := &proc{t: t, addr: addr, done: make(chan struct{}), cmd: cmd}
-	p.cmd.Stdout, p.cmd.Stderr = p, p
-	require.NoError(t, p.cmd.Start())
-	go func() {
-		p.err = p.cmd.Wait()
-		close(p.done)
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-p.done:
-		default:
-			_ = p.cmd.Process.Kill()
-			<-p.done
-		}
-		if t.Failed() {
-			t.Logf("appliance output:\n%s", p.Output())
-		}
-	})
-	return p
-}
-
-// waitReady waits until a launched appliance answers /-/ready.
-func waitReady(t *testing.T, p *proc) {
-	t.Helper()
-	eventually(t, 60*time.Second, "ready", func() bool {
-		select {
-		case <-p.done:
-			t.Fatalf("appliance exited: %v\n%s", p.err, p.Output())
-		default:
-		}
-		resp, err := http.Get(p.url("/-/ready"))
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
 }
 
 // TestAbuseSlowBody sends a request body one byte every 200 ms: the read

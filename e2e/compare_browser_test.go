@@ -59,17 +59,7 @@ type compareReport struct {
 // gives on each version.
 func TestCompareVersions(t *testing.T) {
 	chrome := chromiumPath(t)
-	dir := t.TempDir()
-	addr := freeAddr(t)
-	p := launch(t, addr, "demo", "--base-port", "0", "--instances", "1", "--listen", addr, "--data", filepath.Join(dir, "data"))
-	eventually(t, 60*time.Second, "demo ready", func() bool {
-		resp, err := http.Get(p.url("/-/ready"))
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
+	p := startDemo(t, 1)
 	const metric = "release_request_latency_seconds"
 	end := time.Now().Truncate(time.Second)
 	pushVersions(t, p, metric, end)
@@ -105,7 +95,7 @@ func TestCompareVersions(t *testing.T) {
 	require.InDelta(t, 50.0/200, rep.B.CDF[2][1], 1e-9, "v2: 25%% at or under 0.5 s")
 
 	// The page.
-	base := "http://" + addr
+	base := "http://" + p.addr
 	if !strings.Contains(httpBody(t, base+"/"), "/assets/app.js") {
 		if os.Getenv("CI") == "true" {
 			t.Fatal("the binary was built without the dashboard bundle: run make build (npm ci + esbuild) first")

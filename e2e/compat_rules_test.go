@@ -358,35 +358,13 @@ func copyTree(t *testing.T, src, dst string) {
 }
 
 // alertmanagerBin returns the path of Alertmanager amtoolVersion, built
-// from the Go module proxy into the user cache on first use (or taking
-// $ALERTMANAGER). Without it the test fails when CI=true, and is skipped
-// elsewhere.
+// from the Go module proxy by externalBinary (or taking $ALERTMANAGER).
 func alertmanagerBin(t *testing.T) string {
 	t.Helper()
 	if p := os.Getenv("ALERTMANAGER"); p != "" {
 		return p
 	}
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		cache = os.TempDir()
-	}
-	dir := filepath.Join(cache, "appliance-e2e", "alertmanager-"+amtoolVersion)
-	bin := filepath.Join(dir, "alertmanager")
-	if _, err := os.Stat(bin); err == nil {
-		return bin
-	}
-	cmd := exec.Command("go", "install", "github.com/prometheus/alertmanager/cmd/alertmanager@"+amtoolVersion)
-	cmd.Dir = t.TempDir()
-	cmd.Env = append(os.Environ(), "GOBIN="+dir, "GOFLAGS=")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		msg := fmt.Sprintf("cannot build alertmanager %s (go install from the module proxy): %v\n%s", amtoolVersion, err, out)
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	return bin
+	return externalBinary(t, "github.com/prometheus/alertmanager/cmd/alertmanager", amtoolVersion)
 }
 
 // TestForwardToRealAlertmanager: a real Alertmanager v0.28.1 named in

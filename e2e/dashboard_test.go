@@ -123,18 +123,8 @@ func TestDashboardInBrowser(t *testing.T) {
 	require.NoError(t, os.MkdirAll(shots, 0o755))
 	t.Logf("screenshots in %s", shots)
 
-	dir := t.TempDir()
-	addr := freeAddr(t)
-	p := launch(t, addr, "demo", "--base-port", "0", "--instances", "2", "--listen", addr, "--data", filepath.Join(dir, "data"))
-	eventually(t, 60*time.Second, "demo ready", func() bool {
-		resp, err := http.Get(p.url("/-/ready"))
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
-	base := "http://" + addr
+	p := startDemo(t, 2)
+	base := "http://" + p.addr
 
 	// The binary must carry the bundle and serve it under the CSP.
 	resp, err := http.Get(base + "/")

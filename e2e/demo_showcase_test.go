@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -22,17 +21,7 @@ import (
 // probe (red, on /api/v1/alerts), the logging receiver logs it, and
 // the annotations carry the alert. Every wait is on the condition itself.
 func TestDemoShowcaseSlowAlerts(t *testing.T) {
-	dir := t.TempDir()
-	addr := freeAddr(t)
-	p := launch(t, addr, "demo", "--base-port", "0", "--instances", "2", "--listen", addr, "--data", filepath.Join(dir, "data"))
-	eventually(t, 60*time.Second, "demo ready", func() bool {
-		resp, err := http.Get(p.url("/-/ready"))
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
+	p := startDemo(t, 2)
 	m := regexp.MustCompile(`demo: 2 simulated vLLM instances at (\S+), (\S+)\n`).FindStringSubmatch(p.Output())
 	require.NotNil(t, m, p.Output())
 	slowInstance := m[1]

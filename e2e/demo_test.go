@@ -2,8 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"net/http"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -13,17 +11,7 @@ import (
 // TestDemo runs `appliance demo` as a newcomer would and sees vLLM data,
 // including a P95 latency from histogram buckets, within a minute.
 func TestDemo(t *testing.T) {
-	dir := t.TempDir()
-	addr := freeAddr(t)
-	p := launch(t, addr, "demo", "--base-port", "0", "--instances", "2", "--listen", addr, "--data", filepath.Join(dir, "data"))
-	eventually(t, 60*time.Second, "demo ready", func() bool {
-		resp, err := http.Get(p.url("/-/ready"))
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
+	p := startDemo(t, 2)
 	eventually(t, 60*time.Second, "both instances' two models scraped", func() bool {
 		v := p.instant(`count(vllm:num_requests_running)`, time.Time{})
 		return len(v) == 1 && value(t, v[0]) == 4

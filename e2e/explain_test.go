@@ -6,7 +6,6 @@ import (
 	"math"
 	"net/http"
 	"net/url"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -55,17 +54,7 @@ func controlDemo(t *testing.T, instance, body string) {
 // top-ranked signals that moved are the requests waiting and the KV
 // cache. The breakdown API splits the same service into its phases.
 func TestExplainScenarios(t *testing.T) {
-	dir := t.TempDir()
-	addr := freeAddr(t)
-	p := launch(t, addr, "demo", "--base-port", "0", "--instances", "2", "--listen", addr, "--data", filepath.Join(dir, "data"))
-	eventually(t, 60*time.Second, "demo ready", func() bool {
-		resp, err := http.Get(p.url("/-/ready"))
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
+	p := startDemo(t, 2)
 	m := regexp.MustCompile(`demo: 2 simulated vLLM instances at (\S+), (\S+)\n`).FindStringSubmatch(p.Output())
 	require.NotNil(t, m, p.Output())
 	queued, decoding := m[1], m[2]

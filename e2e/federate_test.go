@@ -3,7 +3,6 @@ package e2e
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -11,7 +10,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -23,78 +21,6 @@ import (
 
 	"github.com/aiserve/appliance/bench/harness"
 )
-
-// externalBinary returns the path of pkg's command at version, built from
-// the Go module proxy into the user cache on first use (bench/harness'
-// GoInstall, which rebuilds when the cached binary's build info names
-// another version). Without it the test fails when CI=true, and is
-// skipped elsewhere.
-func externalBinary(t *testing.T, pkg, version string) string {
-	t.Helper()
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		cache = os.TempDir()
-	}
-	dir := filepath.Join(cache, "appliance-e2e", filepath.Base(pkg)+"-"+version)
-	var log bytes.Buffer
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-	defer cancel()
-	begin := time.Now()
-	bin, err := harness.GoInstall(ctx, dir, pkg, version, &log)
-	if err != nil {
-		msg := fmt.Sprintf("cannot build %s@%s from the module proxy: %v\n%s", pkg, version, err, log.String())
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	t.Logf("%s@%s ready in %s", filepath.Base(pkg), version, time.Since(begin).Round(time.Millisecond))
-	return bin
-}
-
-// external is a process the test started (Prometheus, VictoriaMetrics).
-type external struct {
-	addr string
-	out  *proc
-}
-
-// startExternal runs bin with args and waits until readyPath answers 200.
-func startExternal(t *testing.T, bin, addr, readyPath string, args ...string) *external {
-	t.Helper()
-	p := &proc{t: t, addr: addr, done: make(chan struct{})}
-	p.cmd = exec.Command(bin, args...)
-	p.cmd.Stdout, p.cmd.Stderr = p, p
-	require.NoError(t, p.cmd.Start())
-	go func() {
-		p.err = p.cmd.Wait()
-		close(p.done)
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-p.done:
-		default:
-			_ = p.cmd.Process.Kill()
-			<-p.done
-		}
-		if t.Failed() {
-			t.Logf("%s output:\n%s", filepath.Base(bin), p.Output())
-		}
-	})
-	eventually(t, 60*time.Second, filepath.Base(bin)+" ready", func() bool {
-		select {
-		case <-p.done:
-			t.Fatalf("%s exited: %v\n%s", bin, p.err, p.Output())
-		default:
-		}
-		resp, err := http.Get("http://" + addr + readyPath)
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
-	return &external{addr: addr, out: p}
-}
 
 // TestFederateScrapedByPrometheus: a real Prometheus scrapes the
 // appliance's /federate with honor_labels, and its instant query answers

@@ -22,6 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/aiserve/appliance/bench/harness"
 	"github.com/aiserve/appliance/demo"
 )
 
@@ -121,8 +122,15 @@ func writeConfig(t *testing.T, dir, body string) string {
 // test failed.
 func launch(t *testing.T, addr string, args ...string) *proc {
 	t.Helper()
-	p := &proc{t: t, addr: addr, done: make(chan struct{})}
-	p.cmd = exec.Command(binary, args...)
+	return launchCmd(t, addr, "appliance", exec.Command(binary, args...))
+}
+
+// launchCmd starts cmd (the appliance under prlimit, or an external
+// program named name) as launch does: killed when the test ends, its
+// output logged as name's if the test failed.
+func launchCmd(t *testing.T, addr, name string, cmd *exec.Cmd) *proc {
+	t.Helper()
+	p := &proc{t: t, addr: addr, done: make(chan struct{}), cmd: cmd}
 	p.cmd.Stdout, p.cmd.Stderr = p, p
 	require.NoError(t, p.cmd.Start())
 	go func() {
@@ -137,10 +145,81 @@ func launch(t *testing.T, addr string, args ...string) *proc {
 			<-p.done
 		}
 		if t.Failed() {
-			t.Logf("appliance output:\n%s", p.Output())
+			t.Logf("%s output:\n%s", name, p.Output())
 		}
 	})
 	return p
+}
+
+// startDemo runs `appliance demo` with the given number of simulated
+// instances on free ports and waits until /-/ready answers 200.
+func startDemo(t *testing.T, instances int) *proc {
+	t.Helper()
+	addr := freeAddr(t)
+	p := launch(t, addr, "demo", "--base-port", "0", "--instances", strconv.Itoa(instances), "--listen", addr, "--data", filepath.Join(t.TempDir(), "data"))
+	waitReady(t, p, "demo", "/-/ready")
+	return p
+}
+
+// external is a process the test started (Prometheus, VictoriaMetrics).
+type external struct {
+	addr string
+	out  *proc
+}
+
+// startExternal runs bin with args and waits until readyPath answers 200.
+func startExternal(t *testing.T, bin, addr, readyPath string, args ...string) *external {
+	t.Helper()
+	p := launchCmd(t, addr, filepath.Base(bin), exec.Command(bin, args...))
+	waitReady(t, p, filepath.Base(bin), readyPath)
+	return &external{addr: addr, out: p}
+}
+
+// waitReady waits until the process p, called name, answers 200 on
+// readyPath; it fails the test at once if p exits first.
+func waitReady(t *testing.T, p *proc, name, readyPath string) {
+	t.Helper()
+	eventually(t, 60*time.Second, name+" ready", func() bool {
+		select {
+		case <-p.done:
+			t.Fatalf("%s exited: %v\n%s", name, p.err, p.Output())
+		default:
+		}
+		resp, err := http.Get(p.url(readyPath))
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+}
+
+// externalBinary returns the path of pkg's command at version, built from
+// the Go module proxy into the user cache on first use (bench/harness'
+// GoInstall, which rebuilds when the cached binary's build info names
+// another version). Without it the test fails when CI=true, and is
+// skipped elsewhere.
+func externalBinary(t *testing.T, pkg, version string) string {
+	t.Helper()
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		cache = os.TempDir()
+	}
+	dir := filepath.Join(cache, "appliance-e2e", filepath.Base(pkg)+"-"+version)
+	var log bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	begin := time.Now()
+	bin, err := harness.GoInstall(ctx, dir, pkg, version, &log)
+	if err != nil {
+		msg := fmt.Sprintf("cannot build %s@%s from the module proxy: %v\n%s", pkg, version, err, log.String())
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	t.Logf("%s@%s ready in %s", filepath.Base(pkg), version, time.Since(begin).Round(time.Millisecond))
+	return bin
 }
 
 // start runs `appliance run` with cfgPath (may be "") and data dir, and

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -11,7 +10,6 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -25,26 +23,6 @@ import (
 
 	"github.com/aiserve/appliance/bench/harness"
 )
-
-// prometheusBinary builds Prometheus (harness.PrometheusVersion) into
-// bench/.bin, or reuses the one there. Without it the test is skipped,
-// except under CI=true, where it fails.
-func prometheusBinary(t *testing.T) string {
-	t.Helper()
-	root, err := harness.ModuleRoot(".")
-	require.NoError(t, err)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
-	defer cancel()
-	var log strings.Builder
-	bin, err := harness.GoInstall(ctx, filepath.Join(root, "bench", ".bin"), "github.com/prometheus/prometheus/cmd/prometheus", harness.PrometheusVersion, &log)
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("build Prometheus %s: %v\n%s", harness.PrometheusVersion, err, log.String())
-		}
-		t.Skipf("build Prometheus %s: %v (set CI=true to fail instead)", harness.PrometheusVersion, err)
-	}
-	return bin
-}
 
 // nativeHistogramTarget serves, in protobuf when asked (as Prometheus
 // with scrape_native_histograms asks), a native histogram with two series
@@ -84,35 +62,7 @@ func startPrometheus(t *testing.T, bin, config string) *proc {
 	cfg := filepath.Join(dir, "prometheus.yml")
 	require.NoError(t, os.WriteFile(cfg, []byte(config), 0o644))
 	addr := freeAddr(t)
-	p := &proc{t: t, addr: addr, done: make(chan struct{})}
-	p.cmd = exec.Command(bin, "--config.file="+cfg, "--storage.tsdb.path="+filepath.Join(dir, "data"), "--web.listen-address="+addr)
-	p.cmd.Stdout, p.cmd.Stderr = p, p
-	require.NoError(t, p.cmd.Start())
-	go func() {
-		p.err = p.cmd.Wait()
-		close(p.done)
-	}()
-	t.Cleanup(func() {
-		_ = p.cmd.Process.Kill()
-		<-p.done
-		if t.Failed() {
-			t.Logf("prometheus output:\n%s", p.Output())
-		}
-	})
-	eventually(t, 60*time.Second, "Prometheus ready", func() bool {
-		select {
-		case <-p.done:
-			t.Fatalf("prometheus exited: %v\n%s", p.err, p.Output())
-		default:
-		}
-		resp, err := http.Get(p.url("/-/ready"))
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
-	return p
+	return startExternal(t, bin, addr, "/-/ready", "--config.file="+cfg, "--storage.tsdb.path="+filepath.Join(dir, "data"), "--web.listen-address="+addr).out
 }
 
 // metricSums reads a /metrics page and sums the values of each metric
@@ -172,7 +122,7 @@ func seriesKey(ls map[string]string) string {
 // the width of the native bucket the quantile is in. The appliance's own
 // scrape of the same target with scrape_native_histograms agrees.
 func TestNativeHistogramsFromPrometheus(t *testing.T) {
-	bin := prometheusBinary(t)
+	bin := externalBinary(t, "github.com/prometheus/prometheus/cmd/prometheus", harness.PrometheusVersion)
 	target := nativeHistogramTarget(t)
 	host := strings.TrimPrefix(target.URL, "http://")
 

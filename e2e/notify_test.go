@@ -22,36 +22,14 @@ import (
 // the appliance's v2 API.
 const amtoolVersion = "v0.28.1"
 
-// amtool returns the path of amtool, building it from the Go module proxy
-// into the user cache on first use (or taking $AMTOOL). Without it the
-// test fails when CI=true, and is skipped elsewhere.
+// amtool returns the path of amtool amtoolVersion, built from the Go
+// module proxy by externalBinary (or taking $AMTOOL).
 func amtool(t *testing.T) string {
 	t.Helper()
 	if p := os.Getenv("AMTOOL"); p != "" {
 		return p
 	}
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		cache = os.TempDir()
-	}
-	dir := filepath.Join(cache, "appliance-e2e", "amtool-"+amtoolVersion)
-	bin := filepath.Join(dir, "amtool")
-	if _, err := os.Stat(bin); err == nil {
-		return bin
-	}
-	cmd := exec.Command("go", "install", "github.com/prometheus/alertmanager/cmd/amtool@"+amtoolVersion)
-	// Outside this module, so that its go.mod plays no part.
-	cmd.Dir = t.TempDir()
-	cmd.Env = append(os.Environ(), "GOBIN="+dir, "GOFLAGS=")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		msg := fmt.Sprintf("cannot build amtool %s (go install from the module proxy): %v\n%s", amtoolVersion, err, out)
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	return bin
+	return externalBinary(t, "github.com/prometheus/alertmanager/cmd/amtool", amtoolVersion)
 }
 
 // webhookSink is a webhook receiver that keeps the payloads it got.

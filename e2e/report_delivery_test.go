@@ -1,13 +1,11 @@
 package e2e
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
 	"mime"
 	"mime/multipart"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/mail"
@@ -21,82 +19,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/aiserve/appliance/internal/smtptest"
 )
-
-// smtpSink is a minimal SMTP server (no TLS, no auth) that keeps the
-// mails it is given.
-type smtpSink struct {
-	ln    net.Listener
-	mu    sync.Mutex
-	mails []string
-}
-
-func newSMTPSink(t *testing.T) *smtpSink {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	s := &smtpSink{ln: ln}
-	var wg sync.WaitGroup
-	t.Cleanup(func() { ln.Close(); wg.Wait() })
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			wg.Add(1)
-			go func() { defer wg.Done(); s.serve(c) }()
-		}
-	}()
-	return s
-}
-
-func (s *smtpSink) serve(c net.Conn) {
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(time.Minute))
-	r := bufio.NewReader(c)
-	w := func(line string) { _, _ = io.WriteString(c, line+"\r\n") }
-	w("220 test ESMTP")
-	for {
-		line, err := r.ReadString('\n')
-		if err != nil {
-			return
-		}
-		switch strings.ToUpper(strings.Fields(line + " x")[0]) {
-		case "EHLO", "HELO":
-			w("250 test")
-		case "MAIL", "RCPT", "RSET", "NOOP":
-			w("250 ok")
-		case "DATA":
-			w("354 go on")
-			var b strings.Builder
-			for {
-				l, err := r.ReadString('\n')
-				if err != nil || l == ".\r\n" {
-					break
-				}
-				b.WriteString(strings.TrimPrefix(l, "."))
-			}
-			s.mu.Lock()
-			s.mails = append(s.mails, b.String())
-			s.mu.Unlock()
-			w("250 queued")
-		case "QUIT":
-			w("221 bye")
-			return
-		default:
-			w("502 unknown")
-		}
-	}
-}
-
-func (s *smtpSink) got() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.mails)
-}
 
 // reportHook is a webhook receiver that answers 503 while down and counts
 // the attempts it refused.
@@ -186,7 +111,7 @@ func mailParts(t *testing.T, raw string) (string, map[string]string) {
 func TestScheduledReportDeliveredEndToEnd(t *testing.T) {
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data")
-	smtp := newSMTPSink(t)
+	smtp := smtptest.NewSink(t)
 	hook := newReportHook(t)
 
 	now := time.Now().UTC()
@@ -215,7 +140,7 @@ alerting:
     - name: email-team
       email_configs: [{to: team@example.com, from: appliance@example.com, smarthost: "%s", require_tls: false}]
 web: {external_url: "http://box.lab:9090/"}
-`, hook.srv.URL, smtp.ln.Addr().String())
+`, hook.srv.URL, smtp.Addr())
 
 	// Last week's traffic, pushed into a first run without a schedule: the
 	// final two hours of the week, 1% of requests slower than 1.5 s.
@@ -238,17 +163,17 @@ web: {external_url: "http://box.lab:9090/"}
 	require.Equal(t, http.StatusNoContent, code, body)
 	code, _ = p.stop()
 	require.Equal(t, 0, code)
-	require.Empty(t, smtp.got(), "no schedule, no report")
+	require.Empty(t, smtp.Mails(), "no schedule, no report")
 
 	// The schedule; the webhook receiver is down when the report is due.
 	day := strings.ToLower(today.Weekday().String())
 	writeConfig(t, dir, base+fmt.Sprintf("reports:\n  weekly: {day: %s, at: \"00:00\", timezone: UTC, receivers: [chat, email-team]}\n", day))
 	p = start(t, cfg, data)
-	eventually(t, 60*time.Second, "the report's mail", func() bool { return len(smtp.got()) == 1 })
+	eventually(t, 60*time.Second, "the report's mail", func() bool { return len(smtp.Mails()) == 1 })
 	eventually(t, 30*time.Second, "the webhook's first attempt (refused)", func() bool { return hook.refusals() >= 1 })
 	require.Empty(t, hook.payloads())
 
-	subj, parts := mailParts(t, smtp.got()[0])
+	subj, parts := mailParts(t, smtp.Mails()[0])
 	require.Equal(t, "SLO report "+week+": 1 of 1 SLOs met", subj)
 	require.Contains(t, parts, "text/plain")
 	require.Contains(t, parts, "text/html")
@@ -280,7 +205,7 @@ web: {external_url: "http://box.lab:9090/"}
 	p = start(t, cfg, data)
 	code, body = p.post("/api/v1/appliance/reports/"+week+"/send", "application/json", nil, nil)
 	require.Equal(t, http.StatusAccepted, code, body)
-	eventually(t, 60*time.Second, "the report sent on demand", func() bool { return len(hook.payloads()) == 2 && len(smtp.got()) == 2 })
+	eventually(t, 60*time.Second, "the report sent on demand", func() bool { return len(hook.payloads()) == 2 && len(smtp.Mails()) == 2 })
 	ps = hook.payloads()
 	require.Equal(t, "report:"+week, ps[0].GroupKey)
 	require.True(t, strings.HasPrefix(ps[1].GroupKey, "report:"+week+":now:"), ps[1].GroupKey)
@@ -288,7 +213,7 @@ web: {external_url: "http://box.lab:9090/"}
 	code, _ = p.stop()
 	require.Equal(t, 0, code)
 	require.Len(t, hook.payloads(), 2)
-	require.Len(t, smtp.got(), 2)
+	require.Len(t, smtp.Mails(), 2)
 }
 
 // annotationList reads GET /api/v1/appliance/annotations.

@@ -1,13 +1,11 @@
 package slo
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"io"
 	"mime"
 	"mime/multipart"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/mail"
@@ -22,83 +20,12 @@ import (
 
 	"github.com/aiserve/appliance/clock"
 	"github.com/aiserve/appliance/config"
+	"github.com/aiserve/appliance/internal/smtptest"
 	"github.com/aiserve/appliance/notify"
 	"github.com/aiserve/appliance/notify/message"
 	"github.com/aiserve/appliance/notify/webhook"
 	"github.com/aiserve/appliance/query"
 )
-
-// smtpSink is a minimal SMTP server (no TLS) that keeps the mails.
-type smtpSink struct {
-	ln    net.Listener
-	mu    sync.Mutex
-	mails []string
-}
-
-func newSMTPSink(t *testing.T) *smtpSink {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	s := &smtpSink{ln: ln}
-	var wg sync.WaitGroup
-	t.Cleanup(func() { ln.Close(); wg.Wait() })
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			wg.Add(1)
-			go func() { defer wg.Done(); s.serve(c) }()
-		}
-	}()
-	return s
-}
-
-func (s *smtpSink) serve(c net.Conn) {
-	defer c.Close()
-	r := bufio.NewReader(c)
-	w := func(line string) { _, _ = io.WriteString(c, line+"\r\n") }
-	w("220 test ESMTP")
-	for {
-		line, err := r.ReadString('\n')
-		if err != nil {
-			return
-		}
-		switch strings.ToUpper(strings.Fields(line + " x")[0]) {
-		case "EHLO", "HELO":
-			w("250 test")
-		case "MAIL", "RCPT":
-			w("250 ok")
-		case "DATA":
-			w("354 go on")
-			var b strings.Builder
-			for {
-				l, err := r.ReadString('\n')
-				if err != nil || l == ".\r\n" {
-					break
-				}
-				b.WriteString(strings.TrimPrefix(l, "."))
-			}
-			s.mu.Lock()
-			s.mails = append(s.mails, b.String())
-			s.mu.Unlock()
-			w("250 queued")
-		case "QUIT":
-			w("221 bye")
-			return
-		default:
-			w("502 unknown")
-		}
-	}
-}
-
-func (s *smtpSink) got() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]string(nil), s.mails...)
-}
 
 // hookSink is a webhook receiver that can be down.
 type hookSink struct {
@@ -147,7 +74,7 @@ func TestScheduledReportDelivery(t *testing.T) {
 	w, _ := ParseWeek("2026-W48")
 	end := w.End(loc)
 	q := loadTSDB(t, genReportData(w, loc, end.Add(-15*24*time.Hour), end.Add(8*24*time.Hour)))
-	smtp := newSMTPSink(t)
+	smtp := smtptest.NewSink(t)
 	hook := newHookSink(t)
 	cfg, err := config.Load([]byte(`
 slos:
@@ -164,7 +91,7 @@ alerting:
     - name: chat
       webhook_configs: [{url: "`+hook.srv.URL+`/chat"}]
     - name: email-team
-      email_configs: [{to: team@example.com, from: appliance@example.com, smarthost: "`+smtp.ln.Addr().String()+`", require_tls: false}]
+      email_configs: [{to: team@example.com, from: appliance@example.com, smarthost: "`+smtp.Addr()+`", require_tls: false}]
 web:
   external_url: http://box.lab:9090/
 reports:
@@ -207,14 +134,14 @@ reports:
 	// by a previous run so that only W48 is in question.
 	require.NoError(t, b.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketSent).Put([]byte("2026-W47"), []byte("x")) }))
 	tick()
-	require.Empty(t, smtp.got())
+	require.Empty(t, smtp.Mails())
 	require.Empty(t, hook.payloads())
 
 	// 09:00: the mail goes out; the webhook is down.
 	hook.setDown(true)
 	clock.Set(time.Date(2026, 11, 30, 9, 0, 0, 0, loc))
 	tick()
-	mails := smtp.got()
+	mails := smtp.Mails()
 	require.Len(t, mails, 1)
 	msg, err := mail.ReadMessage(strings.NewReader(mails[0]))
 	require.NoError(t, err)
@@ -266,7 +193,7 @@ reports:
 		clock.Advance(time.Hour)
 		tick()
 	}
-	require.Len(t, smtp.got(), 1)
+	require.Len(t, smtp.Mails(), 1)
 	require.Len(t, hook.payloads(), 1)
 	list, err := b.sched.Archive.List()
 	require.NoError(t, err)
@@ -279,14 +206,14 @@ reports:
 	clock.Set(time.Date(2026, 12, 7, 11, 30, 0, 0, loc))
 	b = open()
 	tick()
-	require.Len(t, smtp.got(), 2)
+	require.Len(t, smtp.Mails(), 2)
 	require.Len(t, hook.payloads(), 2)
 	require.Equal(t, "report:2026-W49", hook.payloads()[1].GroupKey)
 
 	// "Send now" sends a week again, on demand.
 	require.NoError(t, b.sched.SendNow(ctx, "2026-W48"))
 	require.NoError(t, b.n.Tick(ctx))
-	require.Len(t, smtp.got(), 3)
+	require.Len(t, smtp.Mails(), 3)
 	require.Len(t, hook.payloads(), 3)
 	require.NoError(t, b.db.Close())
 }

@@ -14,7 +14,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -319,55 +318,24 @@ func settle(ctx context.Context, s *systems, timeout time.Duration) (string, err
 	if _, err := getBody(ctx, s.vm.URL+"/internal/force_flush"); err != nil {
 		return "", err
 	}
-	if _, err := getBody(ctx, s.app.URL+"/api/v1/status/tiers"); err != nil {
-		return "", err
-	}
 	deadline := time.Now().Add(timeout)
 	var last float64 = -1
 	stable := 0
 	for {
-		var st struct {
-			Data []struct {
-				Tier       string   `json:"tier"`
-				LagSeconds *float64 `json:"lagSeconds"`
-			} `json:"data"`
-		}
-		b, err := getBody(ctx, s.app.URL+"/api/v1/status/tiers")
+		d, err := harness.ReadDownsampler(ctx, client, s.app.URL)
 		if err != nil {
 			return "", err
 		}
-		if err := json.Unmarshal(b, &st); err != nil {
-			return "", fmt.Errorf("tiers status: %w", err)
-		}
-		rows, err := harness.SumMetric(ctx, client, s.app.URL+"/metrics", "appliance_downsample_rows_written_total")
-		if err != nil && !errors.Is(err, harness.ErrNoSuchMetric) {
-			return "", err
-		}
-		caughtUp := true
-		var lags []string
-		for _, t := range st.Data {
-			if t.LagSeconds == nil {
-				continue
-			}
-			lags = append(lags, fmt.Sprintf("%s lag %.0fs", t.Tier, *t.LagSeconds))
-			limit := 180.0
-			if t.Tier == "5m" {
-				limit = 600
-			}
-			if *t.LagSeconds > limit {
-				caughtUp = false
-			}
-		}
-		if caughtUp && rows == last {
+		if d.CaughtUp && d.Rows == last {
 			stable++
 		} else {
 			stable = 0
 		}
-		log.Printf("  downsampler: %s; rollup rows written %.0f", strings.Join(lags, ", "), rows)
+		log.Printf("  downsampler: %s; rollup rows written %.0f", d.Lags, d.Rows)
 		if stable >= 1 {
-			return fmt.Sprintf("appliance downsampler caught up (%s; %.0f rollup rows); VictoriaMetrics flushed", strings.Join(lags, ", "), rows), nil
+			return fmt.Sprintf("appliance downsampler caught up (%s; %.0f rollup rows); VictoriaMetrics flushed", d.Lags, d.Rows), nil
 		}
-		last = rows
+		last = d.Rows
 		if time.Now().After(deadline) {
 			return "", fmt.Errorf("downsampler not caught up after %s", timeout)
 		}

@@ -452,46 +452,25 @@ func settleAppliance(ctx context.Context, base, _ string, o options) (string, er
 		stable   int
 	)
 	for {
-		st, err := applianceTiers(ctx, base)
+		d, err := harness.ReadDownsampler(ctx, client, base)
 		if err != nil {
 			return "", err
 		}
-		rows, err := harness.SumMetric(ctx, client, base+"/metrics", "appliance_downsample_rows_written_total")
-		if err != nil && !errors.Is(err, harness.ErrNoSuchMetric) {
-			return "", err
-		}
-		caughtUp := true
-		var lags []string
-		for _, t := range st {
-			if t.LagSeconds == nil {
-				continue
-			}
-			lags = append(lags, fmt.Sprintf("%s lag %.0fs", t.Tier, *t.LagSeconds))
-			limit := 180.0
-			if t.Tier == "5m" {
-				limit = 600
-			}
-			if *t.LagSeconds > limit {
-				caughtUp = false
-			}
-		}
-		if caughtUp && rows == lastRows {
+		if d.CaughtUp && d.Rows == lastRows {
 			stable++
 		} else {
 			stable = 0
 		}
-		log.Printf("  downsampler: %s, rollup rows written %.0f", strings.Join(lags, ", "), rows)
+		log.Printf("  downsampler: %s, rollup rows written %.0f", d.Lags, d.Rows)
 		if stable >= 2 {
-			return fmt.Sprintf("(watermarks: %s; %.0f rollup rows written by the downsampler)", strings.Join(lags, ", "), rows), nil
+			return fmt.Sprintf("(watermarks: %s; %.0f rollup rows written by the downsampler)", d.Lags, d.Rows), nil
 		}
-		lastRows = rows
+		lastRows = d.Rows
 		if time.Now().After(deadline) {
 			return "", fmt.Errorf("downsampler not caught up after %s", o.settle)
 		}
-		select {
-		case <-ctx.Done():
-			return "", ctx.Err()
-		case <-time.After(20 * time.Second):
+		if err := harness.Sleep(ctx, 20*time.Second); err != nil {
+			return "", err
 		}
 	}
 }
