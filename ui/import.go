@@ -52,13 +52,6 @@ type importSample struct {
 	v    float64
 }
 
-// importBody is the import's body as text: decodeBody (encoding.go), a
-// middleware of the import routes, has undone a gzip or snappy
-// Content-Encoding and bounds the decoded size.
-func importBody(req *http.Request) (io.Reader, error) {
-	return req.Body, nil
-}
-
 // importPrometheus stores a body in Prometheus' text format (or OpenMetrics
 // when the Content-Type says so), streamed in batches (see importBatchBytes).
 // Each sample may carry a millisecond timestamp; samples without one get
@@ -73,13 +66,11 @@ func (s *Server) importPrometheus(c echo.Context) error {
 	if err := s.ingestBlocked(); err != nil {
 		return refuseImport(c, s.ingestRefusal(err, 0, "", importStored{}))
 	}
-	body, err := importBody(req)
-	if err != nil {
-		return apiError(c, http.StatusBadRequest, "bad_data", err.Error())
-	}
 	ct, openMetrics := importContentType(req.Header.Get("Content-Type"))
 	now := time.Now().UnixMilli()
-	lines := newLineBatches(body, importBatchBytes)
+	// decodeBody (encoding.go), a middleware of the import routes, has
+	// undone a gzip or snappy Content-Encoding and bounds the decoded size.
+	lines := newLineBatches(req.Body, importBatchBytes)
 	var (
 		stored importStored
 		meta   bool
