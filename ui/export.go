@@ -276,12 +276,8 @@ func (s *Server) importJSONLines(c echo.Context) error {
 	for {
 		raw, rerr := br.ReadBytes('\n')
 		if rerr != nil && !errors.Is(rerr, io.EOF) {
-			var mbe *http.MaxBytesError
-			if errors.As(rerr, &mbe) {
-				return fail(http.StatusRequestEntityTooLarge,
-					fmt.Sprintf("request body exceeds the limit of %d bytes (web.max_request_body_bytes)", mbe.Limit))
-			}
-			return fail(http.StatusBadRequest, "read body: "+rerr.Error())
+			r := readRefusal(rerr)
+			return fail(r.code, r.msg)
 		}
 		lineNo++
 		if trimmed := bytes.TrimSpace(raw); len(trimmed) > 0 {

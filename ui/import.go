@@ -97,12 +97,9 @@ func (s *Server) importPrometheus(c echo.Context) error {
 			break
 		}
 		if rerr != nil {
-			var mbe *http.MaxBytesError
-			if errors.As(rerr, &mbe) {
-				return apiError(c, http.StatusRequestEntityTooLarge, "bad_data",
-					fmt.Sprintf("request body exceeds the limit of %d bytes (web.max_request_body_bytes)%s", mbe.Limit, stored.note()))
-			}
-			return apiError(c, http.StatusBadRequest, "bad_data", "read body: "+rerr.Error()+stored.note())
+			r := readRefusal(rerr)
+			r.msg += stored.note()
+			return refuseImport(c, r)
 		}
 	}
 	if stored.samples == 0 && text && !meta {
@@ -191,6 +188,16 @@ func (s *Server) ingestRefusal(err error, samples int, what string, stored impor
 		what += ": "
 	}
 	return &importRefusal{code, "bad_data", what + err.Error() + stored.note()}
+}
+
+// readRefusal is the answer to an error reading an import's body: 413
+// past web.max_request_body_bytes (limitBody, decodeBody), else 400.
+func readRefusal(err error) *importRefusal {
+	if mbe, ok := errors.AsType[*http.MaxBytesError](err); ok {
+		return &importRefusal{http.StatusRequestEntityTooLarge, "bad_data",
+			fmt.Sprintf("request body exceeds the limit of %d bytes (web.max_request_body_bytes)", mbe.Limit)}
+	}
+	return &importRefusal{http.StatusBadRequest, "bad_data", "read body: " + err.Error()}
 }
 
 // refuseImport writes an import's error answer.
