@@ -315,8 +315,8 @@ func (s *Server) importJSONLines(c echo.Context) error {
 				pending++
 			}
 			if pending >= importBatchSamples {
-				if err := app.Commit(); err != nil {
-					return apiError(c, http.StatusInternalServerError, "internal", "store samples: "+err.Error())
+				if r := s.commitImport(app, pending, stored); r != nil {
+					return refuseImport(c, r)
 				}
 				stored = importStored{lines: lineNo, samples: stored.samples + pending}
 				pending = 0
@@ -327,11 +327,8 @@ func (s *Server) importJSONLines(c echo.Context) error {
 			break
 		}
 	}
-	if err := app.Commit(); err != nil {
-		if r := s.ingestRefusal(err, pending, "store samples", stored); r != nil {
-			return refuseImport(c, r)
-		}
-		return apiError(c, http.StatusInternalServerError, "internal", "store samples: "+err.Error())
+	if r := s.commitImport(app, pending, stored); r != nil {
+		return refuseImport(c, r)
 	}
 	return c.NoContent(http.StatusNoContent)
 }

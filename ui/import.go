@@ -160,16 +160,27 @@ func (s *Server) importBatch(ctx context.Context, batch []byte, ct string, first
 				fmt.Sprintf("sample %s @%d: %s%s", appstorage.SeriesPrefix(smp.lset), smp.t, err, stored.note())}
 		}
 	}
-	if err := app.Commit(); err != nil {
-		if r := s.ingestRefusal(err, len(samples), "store samples", stored); r != nil {
-			return 0, false, r
-		}
-		return 0, false, &importRefusal{http.StatusInternalServerError, "internal", "store samples: " + err.Error() + stored.note()}
+	if r := s.commitImport(app, len(samples), stored); r != nil {
+		return 0, false, r
 	}
 	for family, m := range md {
 		s.opts.Storage.SetMetadata(family, m)
 	}
 	return len(samples), len(md) > 0, nil
+}
+
+// commitImport commits an import's batch of samples (fsynced where app
+// came with storage.WithSyncCommit): nil, or the refusal of an ingest
+// error (ingestRefusal), or 500.
+func (s *Server) commitImport(app storage.AppenderV2, samples int, stored importStored) *importRefusal {
+	err := app.Commit()
+	if err == nil {
+		return nil
+	}
+	if r := s.ingestRefusal(err, samples, "store samples", stored); r != nil {
+		return r
+	}
+	return &importRefusal{http.StatusInternalServerError, "internal", "store samples: " + err.Error() + stored.note()}
 }
 
 // ingestRefusal is the answer to an Append or Commit error that is one
