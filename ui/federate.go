@@ -124,6 +124,7 @@ func (s *Server) federate(c echo.Context) error {
 	enc := expfmt.NewEncoder(w, format)
 
 	var fam *dto.MetricFamily
+	used := map[string]bool{} // a series' own label names, cleared for each
 	for _, smp := range vec {
 		name := smp.lset.Get(labels.MetricName)
 		if name == "" {
@@ -138,7 +139,7 @@ func (s *Server) federate(c echo.Context) error {
 			fam = &dto.MetricFamily{Name: proto.String(name), Type: dto.MetricType_UNTYPED.Enum()}
 		}
 		m := &dto.Metric{TimestampMs: proto.Int64(smp.t), Untyped: &dto.Untyped{Value: proto.Float64(smp.v)}}
-		used := map[string]bool{}
+		clear(used)
 		smp.lset.Range(func(l labels.Label) {
 			if l.Name == labels.MetricName || l.Value == "" {
 				return
