@@ -14,7 +14,6 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/value"
-	"github.com/prometheus/prometheus/promql/parser"
 	"github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 	"google.golang.org/protobuf/proto"
@@ -169,9 +168,5 @@ func (s *Server) parseMatchers(selectors []string) ([][]*labels.Matcher, error) 
 	if len(selectors) == 0 {
 		return nil, errNoMatch
 	}
-	p := engineParser(s.opts.Engine)
-	if p == nil {
-		p = parser.NewParser(parser.Options{})
-	}
-	return p.ParseMetricSelectors(selectors)
+	return engineParser(s.opts.Engine).ParseMetricSelectors(selectors)
 }
