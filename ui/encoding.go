@@ -74,9 +74,8 @@ func (s *Server) decodeBody(next echo.HandlerFunc) echo.HandlerFunc {
 // encodedBodyError answers a body that cannot be decoded: 413 past the
 // limit, else 400.
 func encodedBodyError(c echo.Context, enc string, err error) error {
-	if mbe, ok := errors.AsType[*http.MaxBytesError](err); ok {
-		return apiError(c, http.StatusRequestEntityTooLarge, "bad_data",
-			fmt.Sprintf("request body exceeds the limit of %d bytes (web.max_request_body_bytes)", mbe.Limit))
+	if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+		return refuseImport(c, readRefusal(err))
 	}
 	return apiError(c, http.StatusBadRequest, "bad_data", fmt.Sprintf("decode %s body: %v", enc, err))
 }

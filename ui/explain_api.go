@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql"
 	"github.com/prometheus/prometheus/storage"
@@ -223,7 +224,7 @@ func (a *applianceAPI) compare(c echo.Context) error {
 	}
 	var sa, sb explain.Side
 	if label := c.QueryParam("label"); label != "" {
-		if !labelNameRe(label) {
+		if !model.LegacyValidation.IsValidLabelName(label) {
 			return apiError(c, http.StatusBadRequest, "bad_data", "label: not a label name: "+strconv.Quote(label))
 		}
 		from, to, err := timeRange(c, time.Hour)
@@ -260,13 +261,4 @@ func (a *applianceAPI) compare(c echo.Context) error {
 		return apiError(c, http.StatusUnprocessableEntity, "execution", err.Error())
 	}
 	return apiSuccess(c, r)
-}
-
-func labelNameRe(s string) bool {
-	for i, r := range s {
-		if !(r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || i > 0 && r >= '0' && r <= '9') {
-			return false
-		}
-	}
-	return s != ""
 }

@@ -276,12 +276,8 @@ func (s *Server) importJSONLines(c echo.Context) error {
 	for {
 		raw, rerr := br.ReadBytes('\n')
 		if rerr != nil && !errors.Is(rerr, io.EOF) {
-			var mbe *http.MaxBytesError
-			if errors.As(rerr, &mbe) {
-				return fail(http.StatusRequestEntityTooLarge,
-					fmt.Sprintf("request body exceeds the limit of %d bytes (web.max_request_body_bytes)", mbe.Limit))
-			}
-			return fail(http.StatusBadRequest, "read body: "+rerr.Error())
+			r := readRefusal(rerr)
+			return fail(r.code, r.msg)
 		}
 		lineNo++
 		if trimmed := bytes.TrimSpace(raw); len(trimmed) > 0 {
@@ -319,8 +315,8 @@ func (s *Server) importJSONLines(c echo.Context) error {
 				pending++
 			}
 			if pending >= importBatchSamples {
-				if err := app.Commit(); err != nil {
-					return apiError(c, http.StatusInternalServerError, "internal", "store samples: "+err.Error())
+				if r := s.commitImport(app, pending, stored); r != nil {
+					return refuseImport(c, r)
 				}
 				stored = importStored{lines: lineNo, samples: stored.samples + pending}
 				pending = 0
@@ -331,11 +327,8 @@ func (s *Server) importJSONLines(c echo.Context) error {
 			break
 		}
 	}
-	if err := app.Commit(); err != nil {
-		if r := s.ingestRefusal(err, pending, "store samples", stored); r != nil {
-			return refuseImport(c, r)
-		}
-		return apiError(c, http.StatusInternalServerError, "internal", "store samples: "+err.Error())
+	if r := s.commitImport(app, pending, stored); r != nil {
+		return refuseImport(c, r)
 	}
 	return c.NoContent(http.StatusNoContent)
 }

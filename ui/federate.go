@@ -14,7 +14,6 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/value"
-	"github.com/prometheus/prometheus/promql/parser"
 	"github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 	"google.golang.org/protobuf/proto"
@@ -124,6 +123,7 @@ func (s *Server) federate(c echo.Context) error {
 	enc := expfmt.NewEncoder(w, format)
 
 	var fam *dto.MetricFamily
+	used := map[string]bool{} // a series' own label names, cleared for each
 	for _, smp := range vec {
 		name := smp.lset.Get(labels.MetricName)
 		if name == "" {
@@ -138,7 +138,7 @@ func (s *Server) federate(c echo.Context) error {
 			fam = &dto.MetricFamily{Name: proto.String(name), Type: dto.MetricType_UNTYPED.Enum()}
 		}
 		m := &dto.Metric{TimestampMs: proto.Int64(smp.t), Untyped: &dto.Untyped{Value: proto.Float64(smp.v)}}
-		used := map[string]bool{}
+		clear(used)
 		smp.lset.Range(func(l labels.Label) {
 			if l.Name == labels.MetricName || l.Value == "" {
 				return
@@ -168,9 +168,5 @@ func (s *Server) parseMatchers(selectors []string) ([][]*labels.Matcher, error) 
 	if len(selectors) == 0 {
 		return nil, errNoMatch
 	}
-	p := engineParser(s.opts.Engine)
-	if p == nil {
-		p = parser.NewParser(parser.Options{})
-	}
-	return p.ParseMetricSelectors(selectors)
+	return engineParser(s.opts.Engine).ParseMetricSelectors(selectors)
 }

@@ -52,13 +52,6 @@ type importSample struct {
 	v    float64
 }
 
-// importBody is the import's body as text: decodeBody (encoding.go), a
-// middleware of the import routes, has undone a gzip or snappy
-// Content-Encoding and bounds the decoded size.
-func importBody(req *http.Request) (io.Reader, error) {
-	return req.Body, nil
-}
-
 // importPrometheus stores a body in Prometheus' text format (or OpenMetrics
 // when the Content-Type says so), streamed in batches (see importBatchBytes).
 // Each sample may carry a millisecond timestamp; samples without one get
@@ -73,13 +66,11 @@ func (s *Server) importPrometheus(c echo.Context) error {
 	if err := s.ingestBlocked(); err != nil {
 		return refuseImport(c, s.ingestRefusal(err, 0, "", importStored{}))
 	}
-	body, err := importBody(req)
-	if err != nil {
-		return apiError(c, http.StatusBadRequest, "bad_data", err.Error())
-	}
 	ct, openMetrics := importContentType(req.Header.Get("Content-Type"))
 	now := time.Now().UnixMilli()
-	lines := newLineBatches(body, importBatchBytes)
+	// decodeBody (encoding.go), a middleware of the import routes, has
+	// undone a gzip or snappy Content-Encoding and bounds the decoded size.
+	lines := newLineBatches(req.Body, importBatchBytes)
 	var (
 		stored importStored
 		meta   bool
@@ -106,12 +97,9 @@ func (s *Server) importPrometheus(c echo.Context) error {
 			break
 		}
 		if rerr != nil {
-			var mbe *http.MaxBytesError
-			if errors.As(rerr, &mbe) {
-				return apiError(c, http.StatusRequestEntityTooLarge, "bad_data",
-					fmt.Sprintf("request body exceeds the limit of %d bytes (web.max_request_body_bytes)%s", mbe.Limit, stored.note()))
-			}
-			return apiError(c, http.StatusBadRequest, "bad_data", "read body: "+rerr.Error()+stored.note())
+			r := readRefusal(rerr)
+			r.msg += stored.note()
+			return refuseImport(c, r)
 		}
 	}
 	if stored.samples == 0 && text && !meta {
@@ -172,16 +160,27 @@ func (s *Server) importBatch(ctx context.Context, batch []byte, ct string, first
 				fmt.Sprintf("sample %s @%d: %s%s", appstorage.SeriesPrefix(smp.lset), smp.t, err, stored.note())}
 		}
 	}
-	if err := app.Commit(); err != nil {
-		if r := s.ingestRefusal(err, len(samples), "store samples", stored); r != nil {
-			return 0, false, r
-		}
-		return 0, false, &importRefusal{http.StatusInternalServerError, "internal", "store samples: " + err.Error() + stored.note()}
+	if r := s.commitImport(app, len(samples), stored); r != nil {
+		return 0, false, r
 	}
 	for family, m := range md {
 		s.opts.Storage.SetMetadata(family, m)
 	}
 	return len(samples), len(md) > 0, nil
+}
+
+// commitImport commits an import's batch of samples (fsynced where app
+// came with storage.WithSyncCommit): nil, or the refusal of an ingest
+// error (ingestRefusal), or 500.
+func (s *Server) commitImport(app storage.AppenderV2, samples int, stored importStored) *importRefusal {
+	err := app.Commit()
+	if err == nil {
+		return nil
+	}
+	if r := s.ingestRefusal(err, samples, "store samples", stored); r != nil {
+		return r
+	}
+	return &importRefusal{http.StatusInternalServerError, "internal", "store samples: " + err.Error() + stored.note()}
 }
 
 // ingestRefusal is the answer to an Append or Commit error that is one
@@ -200,6 +199,16 @@ func (s *Server) ingestRefusal(err error, samples int, what string, stored impor
 		what += ": "
 	}
 	return &importRefusal{code, "bad_data", what + err.Error() + stored.note()}
+}
+
+// readRefusal is the answer to an error reading an import's body: 413
+// past web.max_request_body_bytes (limitBody, decodeBody), else 400.
+func readRefusal(err error) *importRefusal {
+	if mbe, ok := errors.AsType[*http.MaxBytesError](err); ok {
+		return &importRefusal{http.StatusRequestEntityTooLarge, "bad_data",
+			fmt.Sprintf("request body exceeds the limit of %d bytes (web.max_request_body_bytes)", mbe.Limit)}
+	}
+	return &importRefusal{http.StatusBadRequest, "bad_data", "read body: " + err.Error()}
 }
 
 // refuseImport writes an import's error answer.

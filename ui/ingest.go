@@ -9,7 +9,6 @@ import (
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/prometheus/model/exemplar"
 	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/labels"
 	promstorage "github.com/prometheus/prometheus/storage"
@@ -240,13 +239,15 @@ func (a ingestAppendable) AppenderV2(ctx context.Context) promstorage.AppenderV2
 	if a.s.opts.Exemplars != nil {
 		app = a.s.opts.Exemplars.Appender(app)
 	}
-	conv := a.s.opts.Histograms.Appender(app)
-	return &ingestAppender{AppenderV2: conv, conv: conv, s: a.s, limits: a.s.labelLimits(), refusal: ref}
+	return &ingestAppender{Appender: a.s.opts.Histograms.Appender(app), s: a.s, limits: a.s.labelLimits(), refusal: ref}
 }
 
+// ingestAppender wraps the histogram converter, whose AppendExemplars it
+// keeps (moving a native series' exemplars to its _bucket series, on to
+// the exemplar storage); Prometheus' remote-write handler requires that
+// method.
 type ingestAppender struct {
-	promstorage.AppenderV2
-	conv    *histconv.Appender
+	*histconv.Appender
 	s       *Server
 	limits  LabelLimits
 	refusal *ingestRefusal
@@ -269,12 +270,12 @@ func (a *ingestAppender) Append(ref promstorage.SeriesRef, ls labels.Labels, st,
 	if err := a.limits.check(ls); err != nil {
 		return ref, a.refuse(err, a.n+1)
 	}
-	dropped, _ := a.conv.Dropped()
-	ref, err := a.AppenderV2.Append(ref, ls, st, t, v, h, fh, opts)
+	dropped, _ := a.Dropped()
+	ref, err := a.Appender.Append(ref, ls, st, t, v, h, fh, opts)
 	if err != nil {
 		return ref, a.refuse(err, a.n+1)
 	}
-	if now, _ := a.conv.Dropped(); now > dropped {
+	if now, _ := a.Dropped(); now > dropped {
 		return ref, nil // a native histogram dropped and counted
 	}
 	a.n++
@@ -282,10 +283,10 @@ func (a *ingestAppender) Append(ref promstorage.SeriesRef, ls labels.Labels, st,
 }
 
 func (a *ingestAppender) Commit() error {
-	if err := a.refuse(a.AppenderV2.Commit(), a.n); err != nil {
+	if err := a.refuse(a.Appender.Commit(), a.n); err != nil {
 		return err
 	}
-	if n, first := a.conv.Dropped(); a.n == 0 && n > 0 {
+	if n, first := a.Dropped(); a.n == 0 && n > 0 {
 		// Nothing of the request could be stored: say why, with 400
 		// (a retry would fail the same way).
 		a.s.ingest.rejected.WithLabelValues(rejectNativeHistogram).Add(float64(n))
@@ -298,13 +299,6 @@ func (a *ingestAppender) Commit() error {
 		}
 	}
 	return nil
-}
-
-// AppendExemplars passes exemplars on (to the exemplar storage, through
-// the histogram converter, which moves a native series' exemplars to its
-// _bucket series); Prometheus' remote-write handler requires the method.
-func (a *ingestAppender) AppendExemplars(ref promstorage.SeriesRef, ls labels.Labels, es []exemplar.Exemplar) (promstorage.SeriesRef, error) {
-	return a.conv.AppendExemplars(ref, ls, es)
 }
 
 var _ promstorage.ExemplarAppenderV2 = (*ingestAppender)(nil)

@@ -108,11 +108,11 @@ func acquire(ctx context.Context, sem chan struct{}) bool {
 }
 
 // engineParser is the engine's parser, with its bounds on query text, for
-// the API's own parsing (format_query, parse_query, series matchers); nil
-// takes Prometheus' default.
+// the API's own parsing (format_query, parse_query, series matchers), or
+// Prometheus' default parser for an engine without one.
 func engineParser(e promql.QueryEngine) parser.Parser {
 	if p, ok := e.(interface{ Parser() parser.Parser }); ok {
 		return p.Parser()
 	}
-	return nil
+	return parser.NewParser(parser.Options{})
 }

@@ -205,9 +205,6 @@ func apiFeatures(p parser.Parser) features.Collector {
 	for f, on := range map[string]bool{"at_modifier": true, "negative_offset": true, "per_step_stats": true, "delayed_name_removal": false, "type_and_unit_labels": false, "per_query_lookback_delta": true, "subqueries": true} {
 		r.Set(features.PromQL, f, on)
 	}
-	if p == nil {
-		p = parser.NewParser(parser.Options{})
-	}
 	p.RegisterFeatures(r)
 	r.Enable(features.Rules, "query_offset")
 	r.Enable(features.Rules, "keep_firing_for")
