@@ -147,29 +147,21 @@ func Explain(ctx context.Context, q Querier, spec Spec, o Options) (*Report, err
 	}
 	now := o.Now.Truncate(time.Second)
 	from := now.Add(-o.Lookback)
+	// The series a rise is looked for in: the P95, or the mean for
+	// counters, which have no distribution.
+	tpl, what := spec.Total.P95, "p95 series"
+	if tpl == "" {
+		tpl, what = spec.Total.Mean, "mean series"
+	}
+	ser, err := q.Range(ctx, fill(tpl, o.Rate), from, now, o.Step)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
 	var pts []Point
-	if spec.Total.P95 != "" {
-		ser, err := q.Range(ctx, fill(spec.Total.P95, o.Rate), from, now, o.Step)
-		if err != nil {
-			return nil, fmt.Errorf("p95 series: %w", err)
-		}
-		if len(ser) > 0 {
-			for _, p := range ser[0].Points {
-				if finite(p.V) {
-					pts = append(pts, p)
-				}
-			}
-		}
-	} else {
-		ser, err := q.Range(ctx, fill(spec.Total.Mean, o.Rate), from, now, o.Step)
-		if err != nil {
-			return nil, fmt.Errorf("mean series: %w", err)
-		}
-		if len(ser) > 0 {
-			for _, p := range ser[0].Points {
-				if finite(p.V) {
-					pts = append(pts, p)
-				}
+	if len(ser) > 0 {
+		for _, p := range ser[0].Points {
+			if finite(p.V) {
+				pts = append(pts, p)
 			}
 		}
 	}

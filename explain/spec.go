@@ -7,32 +7,23 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/aiserve/appliance/slo"
 )
 
 // Querier runs PromQL: an instant query at a time, a range query over
-// [from, to] at step.
-type Querier interface {
-	Instant(ctx context.Context, expr string, at time.Time) ([]Sample, error)
-	Range(ctx context.Context, expr string, from, to time.Time, step time.Duration) ([]Series, error)
-}
+// [from, to] at step. It is the SLO report's Source, so that one adapter
+// of the query engine (slo.EngineSource) serves both.
+type Querier = slo.Source
 
 // Sample is one element of an instant vector (or a scalar, without labels).
-type Sample struct {
-	Labels map[string]string
-	Value  float64
-}
+type Sample = slo.Sample
 
 // Series is one element of a range matrix.
-type Series struct {
-	Labels map[string]string
-	Points []Point
-}
+type Series = slo.Series
 
 // Point is a value at a time.
-type Point struct {
-	T time.Time
-	V float64
-}
+type Point = slo.Point
 
 // Spec says what to query for one service. Every template may use
 // $__window (a PromQL duration); the caller has filled in everything else.

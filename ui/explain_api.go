@@ -1,7 +1,6 @@
 package ui
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -11,11 +10,9 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/common/model"
-	"github.com/prometheus/prometheus/model/labels"
-	"github.com/prometheus/prometheus/promql"
-	"github.com/prometheus/prometheus/storage"
 
 	"github.com/aiserve/appliance/explain"
+	"github.com/aiserve/appliance/slo"
 	"github.com/aiserve/appliance/ui/dashboard"
 )
 
@@ -27,70 +24,9 @@ import (
 //	GET /api/v1/appliance/compare?metric=&match=&label=&a=&b=&from=&to=
 //	    or ...&a_from=&a_to=&b_from=&b_to= (two time windows)
 
-// engineQuerier runs package explain's queries on the API's engine and
-// storage.
-type engineQuerier struct {
-	eng promql.QueryEngine
-	q   storage.Queryable
-}
-
-func (e engineQuerier) Instant(ctx context.Context, expr string, at time.Time) ([]explain.Sample, error) {
-	qry, err := e.eng.NewInstantQuery(ctx, e.q, nil, expr, at)
-	if err != nil {
-		return nil, fmt.Errorf("query %s: %w", expr, err)
-	}
-	defer qry.Close()
-	res := qry.Exec(ctx)
-	if res.Err != nil {
-		return nil, fmt.Errorf("query %s: %w", expr, res.Err)
-	}
-	switch v := res.Value.(type) {
-	case promql.Vector:
-		out := make([]explain.Sample, 0, len(v))
-		for _, s := range v {
-			out = append(out, explain.Sample{Labels: labelMap(s.Metric), Value: s.F})
-		}
-		return out, nil
-	case promql.Scalar:
-		return []explain.Sample{{Value: v.V}}, nil
-	default:
-		return nil, fmt.Errorf("query %s: want a vector, got %s", expr, res.Value.Type())
-	}
-}
-
-func (e engineQuerier) Range(ctx context.Context, expr string, from, to time.Time, step time.Duration) ([]explain.Series, error) {
-	qry, err := e.eng.NewRangeQuery(ctx, e.q, nil, expr, from, to, step)
-	if err != nil {
-		return nil, fmt.Errorf("query %s: %w", expr, err)
-	}
-	defer qry.Close()
-	res := qry.Exec(ctx)
-	if res.Err != nil {
-		return nil, fmt.Errorf("query %s: %w", expr, res.Err)
-	}
-	m, err := res.Matrix()
-	if err != nil {
-		return nil, fmt.Errorf("query %s: %w", expr, err)
-	}
-	out := make([]explain.Series, 0, len(m))
-	for _, s := range m {
-		ps := make([]explain.Point, 0, len(s.Floats))
-		for _, p := range s.Floats {
-			ps = append(ps, explain.Point{T: time.UnixMilli(p.T), V: p.F})
-		}
-		out = append(out, explain.Series{Labels: labelMap(s.Metric), Points: ps})
-	}
-	return out, nil
-}
-
-func labelMap(ls labels.Labels) map[string]string {
-	m := ls.Map()
-	delete(m, labels.MetricName)
-	return m
-}
-
-func (a *applianceAPI) querier() engineQuerier {
-	return engineQuerier{eng: a.s.opts.Engine, q: a.s.opts.Storage}
+// querier runs package explain's queries on the API's engine and storage.
+func (a *applianceAPI) querier() slo.EngineSource {
+	return slo.EngineSource{Engine: a.s.opts.Engine, Queryable: a.s.opts.Storage}
 }
 
 // mountExplain registers breakdown, explain and compare.

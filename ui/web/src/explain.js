@@ -1,29 +1,15 @@
 // "Why is it slow, and where?": the breakdown and explain panels of
 // /model (and of an alert, through /model?...&at=), and the /compare page.
 import { html } from "htm/preact";
-import { useContext, useEffect, useRef, useState } from "preact/hooks";
+import { useContext, useEffect, useRef } from "preact/hooks";
 import uPlot from "uplot";
 import { PageCtx, TimeChart } from "./chart.js";
 import { cdfChart, delta, histogramNames, stackable, versionLabels } from "./comparemath.js";
-import { api, chooseStep, fmt, fmtTime, isAbort, navigate, withParams } from "./util.js";
+import { useAPI } from "./pages.js";
+import { chooseStep, fmt, fmtTime, navigate, withParams } from "./util.js";
 
-// useFetch fetches one endpoint; reloads on its parameters and the
-// refresh tick. A new key is loading from the render that asks for it.
-function useFetch(path, qs, enabled = true) {
-  const ctx = useContext(PageCtx);
-  const [st, setSt] = useState({ state: "loading" });
-  const key = JSON.stringify([path, qs, enabled]);
-  const last = useRef("");
-  useEffect(() => {
-    last.current = key;
-    if (!enabled) { setSt({ state: "idle" }); return; }
-    const ac = new AbortController();
-    api(path, qs, { signal: ac.signal }).then(({ data }) => setSt({ state: "ready", data }))
-      .catch((e) => { if (!isAbort(e)) setSt({ state: "error", error: e.message }); });
-    return () => ac.abort();
-  }, [key, ctx.tick]);
-  return last.current === key ? st : { state: "loading" };
-}
+// useFetch is useAPI without deps or a 404 fallback.
+const useFetch = (path, qs, enabled = true) => useAPI(path, qs, null, undefined, enabled);
 
 const svcQuery = (svc, instance) => {
   const q = { job: svc.job, model: svc.model || "" };

@@ -9,13 +9,15 @@ import { SLO_PAGES } from "./slo.js";
 import { BreakdownPanel, EXPLAIN_PAGES, ExplainPanel } from "./explain.js";
 
 // useAPI fetches one endpoint; reloads on deps and the refresh tick.
-export function useAPI(path, qs, deps, fallback) {
+// Disabled (enabled false), it fetches nothing and is idle.
+export function useAPI(path, qs, deps, fallback, enabled = true) {
   const ctx = useContext(PageCtx);
   const [st, setSt] = useState({ state: "loading" });
-  const key = JSON.stringify([path, qs, deps]);
+  const key = JSON.stringify([path, qs, deps, enabled]);
   const last = useRef("");
   useEffect(() => {
     last.current = key;
+    if (!enabled) { setSt({ state: "idle" }); return; }
     const ac = new AbortController();
     api(path, qs, { signal: ac.signal }).then(({ data, tiers }) => setSt({ state: "ready", data, tiers }))
       .catch((e) => {
