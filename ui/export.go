@@ -298,6 +298,11 @@ func (s *Server) importJSONLines(c echo.Context) error {
 				return fail(http.StatusBadRequest, "series has no __name__")
 			}
 			if err := limits.check(lset); err != nil {
+				// Counted as the other imports count it: the batch is refused.
+				if r := s.ingestRefusal(err, pending+len(l.Values), fmt.Sprintf("line %d: series %s", lineNo, appstorage.SeriesPrefix(lset)), stored); r != nil {
+					_ = app.Rollback()
+					return refuseImport(c, r)
+				}
 				return fail(http.StatusBadRequest, fmt.Sprintf("series %s: %s", appstorage.SeriesPrefix(lset), err))
 			}
 			for i, rv := range l.Values {

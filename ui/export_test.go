@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	promconfig "github.com/prometheus/prometheus/config"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/stretchr/testify/require"
@@ -98,4 +99,23 @@ func TestExportImportLines(t *testing.T) {
 	require.Equal(t, http.StatusBadRequest, code)
 	require.Contains(t, out, "line 2: `timestamps` array size must match")
 	require.Contains(t, out, "nothing of this body was stored") // one batch: rolled back
+}
+
+// TestImportJSONLinesCountsLabelLimit: a JSON line over the label limits
+// is refused with 400 like the other imports, and its samples (with the
+// batch's pending ones) are counted as rejected for label_limit.
+func TestImportJSONLinesCountsLabelLimit(t *testing.T) {
+	ts := newTestServer(t, func(o *Options) {
+		o.LabelLimits = func() LabelLimits { return LabelLimits{Count: 3} }
+	})
+	before := testutil.ToFloat64(ts.srv.ingest.rejected.WithLabelValues(rejectLabelLimit))
+	t0 := time.Now().Add(-time.Hour).UnixMilli()
+	body := fmt.Sprintf(`{"metric":{"__name__":"ok","job":"j"},"values":[1,2],"timestamps":[%[1]d,%[2]d]}
+{"metric":{"__name__":"wide","job":"j","a":"1","b":"2"},"values":[1,2,3],"timestamps":[%[1]d,%[2]d,%[3]d]}
+`, t0, t0+15000, t0+30000)
+	code, out := ts.post("/api/v1/import", "application/json", []byte(body))
+	require.Equal(t, http.StatusBadRequest, code, out)
+	require.Contains(t, out, "label_limit")
+	require.Contains(t, out, "line 2")
+	require.Equal(t, before+5, testutil.ToFloat64(ts.srv.ingest.rejected.WithLabelValues(rejectLabelLimit)))
 }

@@ -227,7 +227,7 @@ func New(opts Options) (*Server, error) {
 			"max_connections", opts.MaxConnections, "open_files_limit", opts.FileLimit, "cap", connCap)
 	}
 	s.echo = s.routes()
-	s.handler = s.bounded(s.echo)
+	s.handler = s.bounded(headAsGet(s.echo))
 	if opts.ListenAddress != "" {
 		ln, err := net.Listen("tcp", opts.ListenAddress)
 		if err != nil {
@@ -327,6 +327,19 @@ func (s *Server) Run(ctx context.Context) error {
 		return fmt.Errorf("serve http: %w", err)
 	}
 	return nil
+}
+
+// headAsGet answers HEAD wherever GET is served, as Prometheus does for
+// uptime checkers: the request is routed as GET, and net/http, whose
+// response still belongs to the original HEAD request, drops the body.
+func headAsGet(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodHead {
+			r = r.Clone(r.Context())
+			r.Method = http.MethodGet
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 func (s *Server) routes() *echo.Echo {

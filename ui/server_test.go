@@ -328,3 +328,32 @@ func TestReadinessAndOps(t *testing.T) {
 }
 
 var buildInfoForTest = apiv1.PrometheusVersion{Version: "9.9.9-test", GoVersion: "go"}
+
+// TestHeadAnswersLikeGet: uptime checkers send HEAD; every GET route
+// answers it with GET's status and headers and no body, through a real
+// HTTP server (which is what drops the body).
+func TestHeadAnswersLikeGet(t *testing.T) {
+	ts := newTestServer(t, nil)
+	hs := httptest.NewServer(ts.h)
+	defer hs.Close()
+	for _, path := range []string{"/", "/-/healthy", "/-/ready", "/api/v1/query?query=1", "/api/v1/status/buildinfo"} {
+		get, err := http.Get(hs.URL + path)
+		require.NoError(t, err)
+		_, _ = io.Copy(io.Discard, get.Body)
+		get.Body.Close()
+		head, err := http.Head(hs.URL + path)
+		require.NoError(t, err)
+		body, err := io.ReadAll(head.Body)
+		head.Body.Close()
+		require.NoError(t, err)
+		require.Equal(t, get.StatusCode, head.StatusCode, path)
+		require.Equal(t, http.StatusOK, head.StatusCode, path)
+		require.Equal(t, get.Header.Get("Content-Type"), head.Header.Get("Content-Type"), path)
+		require.Empty(t, body, path)
+	}
+	// A route served only for POST still refuses HEAD.
+	head, err := http.Head(hs.URL + "/-/reload")
+	require.NoError(t, err)
+	head.Body.Close()
+	require.Equal(t, http.StatusMethodNotAllowed, head.StatusCode)
+}

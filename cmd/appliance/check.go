@@ -38,24 +38,17 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "appliance check: --config FILE is required")
 		return 2
 	}
-	errs := checkConfig(path)
+	rep := checkConfig(path)
+	errs := rep.errs
 	if len(errs) == 0 && *apiURL != "" {
 		// The data's bucket bounds, for histograms no known model
 		// server has.
-		if cfg, err := config.LoadFile(path); err == nil {
-			errs = append(errs, sloBoundErrors(cfg, *apiURL)...)
-		}
+		errs = append(errs, sloBoundErrors(rep.cfg, *apiURL)...)
 	}
 	for _, err := range errs {
 		fmt.Fprintln(stderr, err)
 	}
-	if cfg, _ := config.Check(path); cfg != nil {
-		// What the file has that the appliance maps or ignores.
-		for _, w := range cfg.Warnings() {
-			fmt.Fprintln(stderr, w)
-		}
-	}
-	for _, w := range ruleFileWarnings(path) {
+	for _, w := range rep.warnings {
 		fmt.Fprintln(stderr, w)
 	}
 	if len(errs) > 0 {
@@ -63,8 +56,19 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	fmt.Fprintf(stdout, "SUCCESS: %s is valid\n", path)
-	printGeneratedRules(stdout, path)
+	for _, g := range rep.generated {
+		fmt.Fprintln(stdout, g)
+	}
 	return 0
+}
+
+// checkReport is what one pass of `appliance check` finds: the file is
+// loaded once and each rule file read and parsed once.
+type checkReport struct {
+	cfg       *config.Config // nil when the file cannot be loaded
+	errs      []error        // *config.Error, sorted by file and line
+	warnings  []string       // what the config maps or ignores, then the rule files' warnings
+	generated []string       // the PromQL the rule extensions compile to
 }
 
 // checkConfig verifies everything `appliance check` verifies: the
@@ -72,22 +76,35 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 // (config.Check), the rule files (each rule expression is parsed, the
 // appliance's extensions checked), the rule pack names and the message
 // templates. Every error is a *config.Error, "file:line: message", where
-// file may be a rule or scrape config file, sorted by file and line. Rule
-// files are checked even when the configuration has errors, so that one
-// run shows everything.
-func checkConfig(path string) []error {
+// file may be a rule or scrape config file. Rule files are checked even
+// when the configuration has errors, so that one run shows everything.
+func checkConfig(path string) checkReport {
 	cfg, errs := config.Check(path)
+	rep := checkReport{cfg: cfg, errs: errs}
 	if cfg == nil {
-		return errs
+		return rep
 	}
-	errs = append(errs, stageErrors(cfg)...)
+	rep.errs = append(rep.errs, stageErrors(cfg)...)
+	for _, w := range cfg.Warnings() {
+		rep.warnings = append(rep.warnings, w.Error())
+	}
+	opts := ruleFileOptions(cfg)
 	files, _ := cfg.RuleFilesResolved() // config.Check reported bad patterns
 	for _, f := range files {
-		ferrs, _ := checkRuleFileWith(f, ruleFileOptions(cfg))
-		errs = append(errs, ferrs...)
+		ferrs, ws, gen := checkRuleFileWith(f, opts)
+		rep.errs = append(rep.errs, ferrs...)
+		rep.warnings = append(rep.warnings, ws...)
+		rep.generated = append(rep.generated, gen...)
 	}
-	config.SortErrors(errs)
-	return errs
+	for _, p := range cfg.RulePacks {
+		if data, ok := rules.Pack(p); ok {
+			if f, errs := rulefile.Parse(data); len(errs) == 0 {
+				rep.generated = append(rep.generated, generatedRules("pack "+p, f)...)
+			}
+		}
+	}
+	config.SortErrors(rep.errs)
+	return rep
 }
 
 // ruleFileOptions are the options the rules stage reads cfg's rule files
@@ -95,23 +112,6 @@ func checkConfig(path string) []error {
 func ruleFileOptions(cfg *config.Config) rulefile.Options {
 	rc := rulesConfig(cfg)
 	return rulefile.Options{Severities: rc.Severities, Warmup: rc.Warmup}
-}
-
-// ruleFileWarnings returns what `appliance check` notes about the rule
-// files of the config at path without refusing it ("file:line: warning:
-// ..."), such as an alerting rule without a severity.
-func ruleFileWarnings(path string) []string {
-	cfg, err := config.LoadFile(path)
-	if err != nil {
-		return nil
-	}
-	files, _ := cfg.RuleFilesResolved()
-	var out []string
-	for _, f := range files {
-		_, ws := checkRuleFileWith(f, ruleFileOptions(cfg))
-		out = append(out, ws...)
-	}
-	return out
 }
 
 // validate loads what the stages check of a loaded configuration beyond
@@ -153,32 +153,34 @@ func stageErrors(cfg *config.Config) []error {
 // parser the rules manager uses) and checks the appliance's extensions,
 // and returns its errors as *config.Error with the line in the rule file.
 func checkRuleFile(file string) []error {
-	errs, _ := checkRuleFileWith(file, rulefile.Options{Severities: config.AlertingConfig{}.Severities()})
+	errs, _, _ := checkRuleFileWith(file, rulefile.Options{Severities: config.AlertingConfig{}.Severities()})
 	return errs
 }
 
 // checkRuleFileWith is checkRuleFile with the config's options; it also
-// returns the file's warnings.
-func checkRuleFileWith(file string, opts rulefile.Options) ([]error, []string) {
+// returns the file's warnings and, when it has no error, the PromQL its
+// extensions compile to.
+func checkRuleFileWith(file string, opts rulefile.Options) (errs []error, warnings, generated []string) {
 	data, err := os.ReadFile(file)
 	if err != nil {
-		return []error{&config.Error{File: file, Msg: fmt.Sprintf("cannot read rule file: %v", err)}}, nil
+		return []error{&config.Error{File: file, Msg: fmt.Sprintf("cannot read rule file: %v", err)}}, nil, nil
 	}
-	f, errs := rulefile.ParseWith(data, opts)
-	var warnings []string
+	f, perrs := rulefile.ParseWith(data, opts)
 	if f != nil {
 		for _, w := range f.Warnings {
 			warnings = append(warnings, fmt.Sprintf("%s:%d: warning: %s", file, w.Line, w.Msg))
 		}
 	}
-	var out []error
-	for _, err := range errs {
+	for _, err := range perrs {
 		var xe *rulefile.Error
 		if errors.As(err, &xe) {
-			out = append(out, &config.Error{File: file, Line: xe.Line, Msg: xe.Msg})
+			errs = append(errs, &config.Error{File: file, Line: xe.Line, Msg: xe.Msg})
 			continue
 		}
-		out = append(out, config.RuleFileError(file, data, err)...)
+		errs = append(errs, config.RuleFileError(file, data, err)...)
 	}
-	return out, warnings
+	if len(perrs) == 0 && f != nil {
+		generated = generatedRules(file, f)
+	}
+	return errs, warnings, generated
 }

@@ -55,7 +55,7 @@ func TestCheckBadFiles(t *testing.T) {
 		t.Run(f, func(t *testing.T) {
 			want, ok := badFiles[f]
 			require.True(t, ok, "no expected errors for %s", f)
-			require.Equal(t, want, errorStrings(t, checkConfig(f)))
+			require.Equal(t, want, errorStrings(t, checkConfig(f).errs))
 		})
 	}
 }
@@ -71,7 +71,7 @@ func TestLoadConfigReportsStageErrors(t *testing.T) {
 }
 
 func TestCheckConfigGoodFile(t *testing.T) {
-	require.Empty(t, checkConfig("../../config/testdata/good.yml"))
+	require.Empty(t, checkConfig("../../config/testdata/good.yml").errs)
 }
 
 // TestCheckExtendedRuleFiles: `appliance check` accepts rule files with
@@ -84,7 +84,7 @@ func TestCheckExtendedRuleFiles(t *testing.T) {
 		f + `:8: group "bad", rule 2, "WrongSeverity": severity "sev1" is not in alerting.severity_map; want one of P0, P1, P2, critical, error, info, none, warning`,
 		f + ":11: group \"bad\", rule 3, \"NotAComparison\": instances needs an expression that is a comparison without bool, such as `latency > 2`: it is evaluated per instance",
 		f + `:18: group "bad", rule 4, "EscalateDown": escalate_when_all P2 must be more urgent than the rule's severity P1`,
-	}, errorStrings(t, checkConfig("testdata/rules-ext/appliance.yml")))
+	}, errorStrings(t, checkConfig("testdata/rules-ext/appliance.yml").errs))
 
 	// A rule without a severity is accepted, with a warning.
 	dir := t.TempDir()
@@ -92,10 +92,10 @@ func TestCheckExtendedRuleFiles(t *testing.T) {
 	rf := filepath.Join(dir, "r.yml")
 	require.NoError(t, os.WriteFile(cfg, []byte("rule_files: [r.yml]\nalerting: {default_severity: P2}\n"), 0o644))
 	require.NoError(t, os.WriteFile(rf, []byte("groups:\n  - name: g\n    rules:\n      - alert: NoSeverity\n        expr: up == 0\n"), 0o644))
-	require.Empty(t, checkConfig(cfg))
+	require.Empty(t, checkConfig(cfg).errs)
 	require.Equal(t, []string{
 		rf + `:4: warning: group "g", rule 1, "NoSeverity": the label severity is missing; the rule routes as alerting.default_severity P2`,
-	}, ruleFileWarnings(cfg))
+	}, checkConfig(cfg).warnings)
 }
 
 func TestCheckRuleFileErrors(t *testing.T) {
@@ -138,7 +138,7 @@ func TestCheckTemplateFiles(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "bad.tmpl"), []byte(`{{ define "x" }}{{ .Status `), 0o644))
 	cfg := filepath.Join(dir, "appliance.yml")
 	require.NoError(t, os.WriteFile(cfg, []byte("alerting:\n  templates: ['*.tmpl']\n"), 0o644))
-	errs := errorStrings(t, checkConfig(cfg))
+	errs := errorStrings(t, checkConfig(cfg).errs)
 	require.Len(t, errs, 1)
 	require.Contains(t, errs[0], cfg+":2: template file "+filepath.Join(dir, "bad.tmpl"))
 }

@@ -2,11 +2,8 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"log/slog"
 	"net/url"
-	"os"
-	"path/filepath"
 	"slices"
 	"time"
 
@@ -70,37 +67,16 @@ func rulesConfig(cfg *config.Config) rules.Config {
 	}
 }
 
-// printGeneratedRules writes, for `appliance check`, the PromQL that the
-// extensions of the config's rule files and packs compile to.
-func printGeneratedRules(w io.Writer, path string) {
-	cfg, err := config.LoadFile(path)
-	if err != nil {
-		return
-	}
-	show := func(source string, data []byte) {
-		f, errs := rulefile.Parse(data)
-		if len(errs) > 0 {
-			return
+// generatedRules is what `appliance check` prints for a parsed rule
+// file or pack (source): the PromQL its extensions compile to.
+func generatedRules(source string, f *rulefile.File) []string {
+	_, compiled := f.Compile()
+	var out []string
+	for _, c := range compiled {
+		if c.Instances == nil {
+			continue
 		}
-		_, compiled := f.Compile()
-		for _, c := range compiled {
-			if c.Instances == nil {
-				continue
-			}
-			fmt.Fprintf(w, "%s:%d: alert %s (severity %s) compiles to:\n  %s\n", source, c.Line, c.Alert, c.Severity, c.Expr)
-		}
+		out = append(out, fmt.Sprintf("%s:%d: alert %s (severity %s) compiles to:\n  %s", source, c.Line, c.Alert, c.Severity, c.Expr))
 	}
-	for _, pat := range cfg.RuleFiles {
-		files, _ := filepath.Glob(pat)
-		for _, file := range files {
-			if data, err := os.ReadFile(file); err == nil {
-				show(file, data)
-			}
-		}
-	}
-	for _, p := range cfg.RulePacks {
-		if data, ok := rules.Pack(p); ok {
-			show("pack "+p, data)
-		}
-	}
+	return out
 }

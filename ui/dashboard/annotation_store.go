@@ -33,7 +33,11 @@ const (
 // annotation Validate refuses.
 var ErrBadAnnotation = errors.New("invalid annotation")
 
-var bucketAnnotations = []byte("annotations") // 8-byte ms time + 8-byte sequence → JSON Annotation
+var (
+	bucketAnnotations    = []byte("annotations")     // 8-byte ms time + 8-byte sequence → JSON Annotation
+	bucketAnnotationMeta = []byte("annotation_meta") // keyLongestSpan → 8-byte ms
+	keyLongestSpan       = []byte("longest_span_ms") // the longest End−Time stored, so List knows how early to start
+)
 
 // AnnotationStore keeps annotations in the state file (bucket
 // annotations): those posted to /api/v1/appliance/annotations and the
@@ -46,12 +50,22 @@ type AnnotationStore struct {
 // NewAnnotationStore opens the store in db, creating its buckets.
 func NewAnnotationStore(db *bolt.DB) (*AnnotationStore, error) {
 	err := db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bucketAnnotations, bucketReleaseTargets} {
+		for _, b := range [][]byte{bucketAnnotations, bucketAnnotationMeta, bucketReleaseTargets} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
 		}
-		return nil
+		if tx.Bucket(bucketAnnotationMeta).Get(keyLongestSpan) != nil {
+			return nil
+		}
+		// A state file from before the meta bucket: measure once.
+		return tx.Bucket(bucketAnnotations).ForEach(func(k, v []byte) error {
+			var a Annotation
+			if err := json.Unmarshal(v, &a); err != nil {
+				return fmt.Errorf("annotation %x: %w", k, err)
+			}
+			return noteSpan(tx, a)
+		})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open annotation store: %w", err)
@@ -152,7 +166,28 @@ func putAnnotation(tx *bolt.Tx, a *Annotation) error {
 	if err != nil {
 		return err
 	}
+	if err := noteSpan(tx, *a); err != nil {
+		return err
+	}
 	return b.Put(annotationKey(a.Time, seq), v)
+}
+
+// noteSpan raises the stored longest span to a's when a is longer.
+func noteSpan(tx *bolt.Tx, a Annotation) error {
+	span := uint64(max(0, math.Round((a.End-a.Time)*1000)))
+	if stored := tx.Bucket(bucketAnnotationMeta).Get(keyLongestSpan); stored != nil && span <= longestSpan(tx) {
+		return nil
+	}
+	return tx.Bucket(bucketAnnotationMeta).Put(keyLongestSpan, binary.BigEndian.AppendUint64(nil, span))
+}
+
+// longestSpan is the longest End−Time of a stored annotation, in ms.
+func longestSpan(tx *bolt.Tx) uint64 {
+	v := tx.Bucket(bucketAnnotationMeta).Get(keyLongestSpan)
+	if len(v) != 8 {
+		return 0
+	}
+	return binary.BigEndian.Uint64(v)
 }
 
 // List returns the stored annotations that overlap [from, to] and carry
@@ -162,9 +197,10 @@ func (s *AnnotationStore) List(from, to time.Time, tags ...string) ([]Annotation
 	out := []Annotation{}
 	err := s.db.View(func(tx *bolt.Tx) error {
 		c := tx.Bucket(bucketAnnotations).Cursor()
-		// Spans may start before from; they are short (releases are
-		// marks), so the scan starts a day early and checks the end.
-		for k, v := c.Seek(annotationKey(max(0, lo-86400), 0)); k != nil; k, v = c.Next() {
+		// A span may start before from: the scan starts the longest
+		// stored span early and checks each end.
+		start := max(0, lo-float64(longestSpan(tx))/1000)
+		for k, v := c.Seek(annotationKey(start, 0)); k != nil; k, v = c.Next() {
 			var a Annotation
 			if err := json.Unmarshal(v, &a); err != nil {
 				return fmt.Errorf("annotation %x: %w", k, err)
