@@ -11,8 +11,10 @@ import (
 	"path"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	commoncfg "github.com/prometheus/common/config"
 	"github.com/prometheus/common/model"
 	promconfig "github.com/prometheus/prometheus/config"
@@ -44,6 +46,75 @@ type forwarder struct {
 	queue   []model.Alert
 	dropped int
 	wake    chan struct{}
+
+	m fwdMetrics
+}
+
+// fwdMetrics are Prometheus' notifier metrics under its names, so that
+// its self-monitoring rules (notification backlog, errors sending to
+// Alertmanagers) work unchanged. prometheus_notifications_alertmanagers_discovered
+// is present only while alerting.alertmanagers has targets: the appliance
+// routes alerts itself, and without forwarding "not connected" is no fault.
+type fwdMetrics struct {
+	latency *prometheus.SummaryVec
+	errors  *prometheus.CounterVec
+	sent    *prometheus.CounterVec
+	dropped prometheus.Counter
+}
+
+func newFwdMetrics() fwdMetrics {
+	const sub = "prometheus_notifications_"
+	return fwdMetrics{
+		latency: prometheus.NewSummaryVec(prometheus.SummaryOpts{
+			Name:       sub + "latency_seconds",
+			Help:       "Latency quantiles for sending alert notifications to alerting.alertmanagers.",
+			Objectives: map[float64]float64{0.5: 0.05, 0.9: 0.01, 0.99: 0.001},
+		}, []string{"alertmanager"}),
+		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: sub + "errors_total",
+			Help: "Total number of alerts forwarded to alerting.alertmanagers affected by errors.",
+		}, []string{"alertmanager"}),
+		sent: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: sub + "sent_total",
+			Help: "Total number of alerts forwarded to alerting.alertmanagers.",
+		}, []string{"alertmanager"}),
+		dropped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: sub + "dropped_total",
+			Help: "Total number of alerts dropped: the forwarding queue was full, or no Alertmanager accepted them.",
+		}),
+	}
+}
+
+var (
+	descQueueLength = prometheus.NewDesc("prometheus_notifications_queue_length", "The number of alert notifications in the queue.", nil, nil)
+	descQueueCap    = prometheus.NewDesc("prometheus_notifications_queue_capacity", "The capacity of the alert notifications queue.", nil, nil)
+	descDiscovered  = prometheus.NewDesc("prometheus_notifications_alertmanagers_discovered", "The number of alertmanagers discovered and active.", nil, nil)
+)
+
+// Describe and Collect make the forwarder its metrics' collector.
+func (f *forwarder) Describe(ch chan<- *prometheus.Desc) {
+	f.m.latency.Describe(ch)
+	f.m.errors.Describe(ch)
+	f.m.sent.Describe(ch)
+	f.m.dropped.Describe(ch)
+	ch <- descQueueLength
+	ch <- descQueueCap
+	ch <- descDiscovered
+}
+
+func (f *forwarder) Collect(ch chan<- prometheus.Metric) {
+	f.m.latency.Collect(ch)
+	f.m.errors.Collect(ch)
+	f.m.sent.Collect(ch)
+	f.m.dropped.Collect(ch)
+	f.mu.Lock()
+	queued, targets := len(f.queue), len(f.targets)
+	f.mu.Unlock()
+	ch <- prometheus.MustNewConstMetric(descQueueLength, prometheus.GaugeValue, float64(queued))
+	ch <- prometheus.MustNewConstMetric(descQueueCap, prometheus.GaugeValue, forwardQueue)
+	if targets > 0 {
+		ch <- prometheus.MustNewConstMetric(descDiscovered, prometheus.GaugeValue, float64(targets))
+	}
 }
 
 type fwdTarget struct {
@@ -54,7 +125,7 @@ type fwdTarget struct {
 }
 
 func newForwarder(logger *slog.Logger) *forwarder {
-	return &forwarder{logger: logger, wake: make(chan struct{}, 1)}
+	return &forwarder{logger: logger, wake: make(chan struct{}, 1), m: newFwdMetrics()}
 }
 
 // fwdTargets builds the targets of alerting.alertmanagers: the static
@@ -124,20 +195,39 @@ func (f *forwarder) run(ctx context.Context) {
 		f.queue, f.dropped = nil, 0
 		f.mu.Unlock()
 		if dropped > 0 {
+			f.m.dropped.Add(float64(dropped))
 			f.logger.Warn("alerts for alerting.alertmanagers dropped: the queue is full", "dropped", dropped)
 		}
 		if len(batch) == 0 {
 			continue
 		}
-		var wg sync.WaitGroup
+		var (
+			wg sync.WaitGroup
+			ok atomic.Bool
+		)
 		for _, t := range targets {
 			wg.Go(func() {
-				if err := t.send(ctx, relabelAlerts(batch, ext, append(slices.Clone(rl), t.relabel...))); err != nil {
-					f.logger.Warn("cannot send alerts to an Alertmanager of alerting.alertmanagers", "url", t.url, "alerts", len(batch), "err", err)
+				as := relabelAlerts(batch, ext, append(slices.Clone(rl), t.relabel...))
+				begin := time.Now()
+				err := t.send(ctx, as)
+				if len(as) > 0 {
+					// As Prometheus counts: every alert of an attempt is
+					// sent, those of a failed one also errors.
+					f.m.latency.WithLabelValues(t.url).Observe(time.Since(begin).Seconds())
+					f.m.sent.WithLabelValues(t.url).Add(float64(len(as)))
 				}
+				if err != nil {
+					f.m.errors.WithLabelValues(t.url).Add(float64(len(as)))
+					f.logger.Warn("cannot send alerts to an Alertmanager of alerting.alertmanagers", "url", t.url, "alerts", len(batch), "err", err)
+					return
+				}
+				ok.Store(true)
 			})
 		}
 		wg.Wait()
+		if !ok.Load() && ctx.Err() == nil {
+			f.m.dropped.Add(float64(len(batch)))
+		}
 	}
 }
 

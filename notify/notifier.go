@@ -170,6 +170,11 @@ func New(opts Options) (*Notifier, error) {
 	}
 	n.m = newMetrics(opts.Registerer)
 	n.fwd = newForwarder(opts.Logger)
+	if opts.Registerer != nil {
+		if err := opts.Registerer.Register(n.fwd); err != nil {
+			return nil, fmt.Errorf("register forwarding metrics: %w", err)
+		}
+	}
 	if err := n.ApplyConfig(opts.Config); err != nil {
 		return nil, err
 	}
