@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -395,6 +396,7 @@ func vmuiDashboard(ctx context.Context, base string, reqs []string) (vmuiDash, s
 	}
 	// One row: vmui shows only its first row expanded.
 	d := vmuiDash{Title: "Overview (the appliance's queries)"}
+	given := map[string]bool{} // the sum by (le) queries handed out
 	vr := vmuiRow{Title: "Overview"}
 	n := 0
 	for _, row := range def.Data.Rows {
@@ -414,6 +416,15 @@ func vmuiDashboard(ctx context.Context, base string, reqs []string) (vmuiDash, s
 						vp.Expr = append(vp.Expr, e)
 						break
 					}
+					// The page computes histogram_quantile(q, sum by (le)
+					// (...)) from the `sum by (le)` answer it fetched once
+					// for all the quantiles of that histogram: vmui gets
+					// that query, once.
+					if in := quantileInner(e); in != "" && sent[in] && !given[in] {
+						given[in] = true
+						vp.Expr = append(vp.Expr, in)
+						break
+					}
 				}
 			}
 			if len(vp.Expr) > 0 {
@@ -428,6 +439,27 @@ func vmuiDashboard(ctx context.Context, base string, reqs []string) (vmuiDash, s
 	}
 	return d, promDur(parseStep(step)), n, nil
 }
+
+// quantileInner is ui/web/src/util.js' quantileCall: the inner
+// `sum by (le)` expression of histogram_quantile(<number>, sum by (le)
+// (...)), "" for anything else. (The page also checks the brackets; an
+// inner expression the page sent passed that check.)
+func quantileInner(expr string) string {
+	m := quantileCallRE.FindStringSubmatch(expr)
+	if m == nil {
+		return ""
+	}
+	in := strings.TrimSpace(m[1])
+	if !sumByLeRE.MatchString(in) {
+		return ""
+	}
+	return in
+}
+
+var (
+	quantileCallRE = regexp.MustCompile(`^\s*histogram_quantile\s*\(\s*[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?\s*,([\s\S]*)\)\s*$`)
+	sumByLeRE      = regexp.MustCompile(`^sum\s+by\s*\(\s*le\s*\)\s*\(`)
+)
 
 func parseStep(s string) float64 {
 	f, _ := strconv.ParseFloat(s, 64)

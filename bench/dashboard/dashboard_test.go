@@ -25,3 +25,13 @@ func TestSubstitute(t *testing.T) {
 	require.Equal(t, `sum(rate(x{job="a"}[1m])) by 30s`, substitute(`sum(rate(x{$sel}[$__rate_interval])) by $__interval`, 30, `job="a"`))
 	require.Equal(t, `rate(x{}[10m])`, substitute(`rate(x{$sel}[$__rate_interval])`, 600, ""))
 }
+
+// vmui gets the `sum by (le)` query the Overview sends for all the
+// quantiles of one histogram, as the page takes it apart.
+func TestQuantileInner(t *testing.T) {
+	in := `sum by (le) (rate(x_bucket{job="a"}[10m]))`
+	require.Equal(t, in, quantileInner(`histogram_quantile(0.95, `+in+`)`))
+	require.Equal(t, in, quantileInner(`histogram_quantile(.5,`+in+`)`))
+	require.Empty(t, quantileInner(`histogram_quantile(0.95, rate(x_bucket[5m]))`))
+	require.Empty(t, quantileInner(`sum(rate(x[5m]))`))
+}

@@ -4,7 +4,7 @@ import { html } from "htm/preact";
 import { createContext } from "preact";
 import { useContext, useEffect, useRef, useState } from "preact/hooks";
 import uPlot from "uplot";
-import { api, chooseStep, combine, fmt, fmtTime, isAbort, legendFor, num, promDur, rateInterval, splitBinary, substitute } from "./util.js";
+import { api, chooseStep, combine, fmt, fmtTime, histogramQuantile, isAbort, legendFor, num, promDur, quantileCall, rateInterval, splitBinary, substitute } from "./util.js";
 
 // PageCtx carries what every panel of a page shares: the time range, the
 // page's selector, scrape interval, annotations, theme, a refresh tick
@@ -29,8 +29,9 @@ export function queryVars(ctx, width, sel) {
   return { step, range, rate: rateInterval(step, ctx.scrape), sel: sel ?? ctx.sel };
 }
 
-// rangeQuery runs one query_range and aligns its series on the step grid.
-export async function rangeQuery(expr, start, end, step, signal) {
+// rangeQuery runs one query_range and aligns its series on the step grid;
+// parse reads each value (num: NaN and ±Inf read as null, a gap).
+export async function rangeQuery(expr, start, end, step, signal, parse = num) {
   // The grid ends at the range's end (now, for relative ranges), so the
   // latest value is always drawn, and steps back from there.
   const e = Math.round(end), s = e - Math.ceil((e - start) / step) * step;
@@ -39,23 +40,44 @@ export async function rangeQuery(expr, start, end, step, signal) {
   const xs = Array.from({ length: n }, (_, i) => s + i * step);
   const series = (data.result || []).map((r) => {
     const ys = new Array(n).fill(null);
-    for (const [t, v] of r.values || []) ys[Math.round((t - s) / step)] = num(v);
+    for (const [t, v] of r.values || []) ys[Math.round((t - s) / step)] = parse(v);
     return { metric: r.metric, ys };
   });
   return { xs, series, tiers };
 }
 
 // sharedRange is rangeQuery through the page's map of range answers
-// (ctx.queries, new for every range and refresh): an expression "A - B"
-// or "A / B" whose A and B another panel of the page has asked for on the
-// same grid is combined from their answers (the Overview's P95-P50 gap
-// and P95/P50 ratio from its quantile panel) instead of the server
-// evaluating both histograms again. Anything else, or a failed or aborted
-// shared answer, goes to the server.
+// (ctx.queries, new for every range and refresh):
+//   - histogram_quantile(q, sum by (le) (...)) is computed in the page
+//     from the `sum by (le)` answer, fetched once for all the quantiles
+//     the page asks of that histogram (the Overview's P50/P95/P99): one
+//     evaluation of the histogram on the server instead of one per
+//     quantile, and the same numbers (histogramQuantile is Prometheus'
+//     algorithm in the same float64 arithmetic);
+//   - an expression "A - B" or "A / B" whose A and B another panel of the
+//     page has asked for on the same grid is combined from their answers
+//     (the Overview's P95-P50 gap and P95/P50 ratio from its quantile
+//     panel) instead of the server evaluating both histograms again.
+// Anything else, or a failed or aborted shared answer, goes to the server.
 export function sharedRange(queries, expr, start, end, step, signal) {
   const k = (x) => [x, start, end, step].join("\u0000");
   const own = () => rangeQuery(expr, start, end, step, signal);
   if (!queries) return own();
+  const hq = quantileCall(expr);
+  if (hq) {
+    const ik = "buckets\u0000" + k(hq.inner);
+    if (!queries.has(ik)) {
+      const b = rangeQuery(hq.inner, start, end, step, signal, parseFloat);
+      b.catch(() => {});
+      queries.set(ik, b);
+    }
+    const p = queries.get(ik)
+      .then((b) => histogramQuantile(hq.q, b) || own())
+      .catch((e) => (signal.aborted ? Promise.reject(e) : own()));
+    queries.set(k(expr), p);
+    p.catch(() => {});
+    return p;
+  }
   const parts = splitBinary(expr);
   if (parts && queries.has(k(parts.a)) && queries.has(k(parts.b))) {
     return Promise.all([queries.get(k(parts.a)), queries.get(k(parts.b))])

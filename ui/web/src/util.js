@@ -194,3 +194,127 @@ export function combine(op, a, b) {
   const ys = sa.ys.map((x, i) => (x == null || sb.ys[i] == null ? null : f(x, sb.ys[i])));
   return { xs: a.xs, series: ys.some((y) => y != null) ? [{ metric: sa.metric, ys }] : [], tiers };
 }
+
+// ---- quantiles of one histogram, computed once per page ----
+
+// quantileCall splits histogram_quantile(<number>, sum by (le) (...)) into
+// {q, inner}; null for anything else. The Overview and model pages ask
+// for several quantiles of the same histogram: the page fetches the
+// inner `sum by (le)` once (at most one series per bucket) and computes
+// each quantile from it (histogramQuantile), instead of the server
+// evaluating the histogram once per quantile.
+export function quantileCall(expr) {
+  const m = /^\s*histogram_quantile\s*\(\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*,([\s\S]*)\)\s*$/.exec(expr);
+  if (!m) return null;
+  const inner = m[2].trim();
+  if (!/^sum\s+by\s*\(\s*le\s*\)\s*\(/.test(inner) || !balanced(inner)) return null;
+  return { q: parseFloat(m[1]), inner };
+}
+
+// balanced tells whether expr's brackets close in order, outside quotes.
+function balanced(expr) {
+  let depth = 0, quote = null;
+  for (let i = 0; i < expr.length; i++) {
+    const c = expr[i];
+    if (quote) { if (c === "\\") i++; else if (c === quote) quote = null; continue; }
+    if (c === '"' || c === "'" || c === "`") { quote = c; continue; }
+    if ("({[".includes(c)) depth++;
+    else if (")}]".includes(c) && --depth < 0) return false;
+  }
+  return depth === 0 && !quote;
+}
+
+// parseLe reads an `le` bound written in one of the forms exporters
+// write ("0.5", "1e-3", "+Inf"), as Go's strconv.ParseFloat does; null
+// for anything else (Go's hex floats, a missing label, NaN).
+function parseLe(s) {
+  if (typeof s !== "string") return null;
+  if (/^[+-]?inf(inity)?$/i.test(s)) return s[0] === "-" ? -Infinity : Infinity;
+  return /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/.test(s) ? Number(s) : null;
+}
+
+// almostEqual is Prometheus' util/almost.Equal.
+const MIN_NORMAL = 2.2250738585072014e-308;
+function almostEqual(a, b, epsilon) {
+  if (Number.isNaN(a) && Number.isNaN(b)) return true;
+  if (a === b) return true;
+  const absSum = Math.abs(a) + Math.abs(b), diff = Math.abs(a - b);
+  if (a === 0 || b === 0 || absSum < MIN_NORMAL) return diff < epsilon * MIN_NORMAL;
+  return diff / Math.min(absSum, Number.MAX_VALUE) < epsilon;
+}
+
+// bucketQuantile is Prometheus' promql.BucketQuantile (v0.316), step for
+// step in the same float64 arithmetic, so the answer is the server's:
+// buckets [{ub, count}] in any order.
+export function bucketQuantile(q, buckets) {
+  if (Number.isNaN(q)) return NaN;
+  if (q < 0) return -Infinity;
+  if (q > 1) return Infinity;
+  if (!buckets.length) return NaN;
+  buckets = buckets.map((b) => ({ ...b })).sort((a, b) => (a.ub < b.ub ? -1 : a.ub > b.ub ? 1 : 0));
+  if (buckets[buckets.length - 1].ub !== Infinity) return NaN;
+  // coalesceBuckets
+  const co = [];
+  for (const b of buckets) {
+    const last = co[co.length - 1];
+    if (last && last.ub === b.ub) last.count += b.count; else co.push({ ...b });
+  }
+  // ensureMonotonicAndIgnoreSmallDeltas, tolerance 1e-12
+  let prev = co[0].count;
+  for (let i = 1; i < co.length; i++) {
+    const curr = co[i].count;
+    if (curr === prev) continue;
+    if (almostEqual(prev, curr, 1e-12) || curr < prev) { co[i].count = prev; continue; }
+    prev = curr;
+  }
+  if (co.length < 2) return NaN;
+  const observations = co[co.length - 1].count;
+  if (observations === 0) return NaN;
+  let rank = q * observations;
+  let b = 0, hi = co.length - 1; // sort.Search over all but +Inf
+  while (b < hi) {
+    const h = (b + hi) >>> 1;
+    if (co[h].count >= rank) hi = h; else b = h + 1;
+  }
+  if (b === co.length - 1) return co[co.length - 2].ub;
+  if (b === 0 && co[0].ub <= 0) return co[0].ub;
+  let start = 0, count = co[b].count;
+  const end = co[b].ub;
+  if (b > 0) { start = co[b - 1].ub; count -= co[b - 1].count; rank -= co[b - 1].count; }
+  return start + (end - start) * (rank / count);
+}
+
+// histogramQuantile is histogram_quantile(q, ·) over a range answer of
+// bucket series (rangeQuery's shape, values parsed with parseFloat so NaN
+// stays NaN): per step, per group of series that differ only in `le`,
+// the quantile of the buckets present at that step. A group with no
+// bucket at a step has no point there; a NaN quantile (no observations)
+// reads as null, as num() reads the server's "NaN". Series without an
+// `le` in those forms make it null: the caller asks the server instead.
+export function histogramQuantile(q, a) {
+  const groups = new Map();
+  for (const s of a.series) {
+    const ub = parseLe(s.metric.le);
+    if (ub === null) return null;
+    const metric = {};
+    for (const [k, v] of Object.entries(s.metric)) if (k !== "le" && k !== "__name__") metric[k] = v;
+    const key = labelKey(metric);
+    if (!groups.has(key)) groups.set(key, { metric, list: [] });
+    groups.get(key).list.push({ ub, ys: s.ys });
+  }
+  const series = [];
+  for (const { metric, list } of groups.values()) {
+    let any = false;
+    const ys = a.xs.map((_, i) => {
+      const buckets = [];
+      for (const b of list) if (b.ys[i] != null) buckets.push({ ub: b.ub, count: b.ys[i] });
+      if (!buckets.length) return null;
+      any = true;
+      const v = bucketQuantile(q, buckets);
+      return isFinite(v) ? v : null;
+    });
+    if (any) series.push({ metric, ys });
+  }
+  return { xs: a.xs, series, tiers: a.tiers };
+}
+
