@@ -38,6 +38,20 @@ func (db *DB) AppenderV2(ctx context.Context) promstorage.AppenderV2 {
 	return a
 }
 
+// Own returns an Appendable for the appliance's own series (rule
+// results, ALERTS): the storage.max_series guard counts them and never
+// refuses them, so alerts keep their state at the limit.
+func (db *DB) Own() promstorage.AppendableV2 { return ownAppendable{db} }
+
+type ownAppendable struct{ db *DB }
+
+func (o ownAppendable) AppenderV2(ctx context.Context) promstorage.AppenderV2 {
+	a := o.db.newAppender()
+	a.sync = syncCommit(ctx)
+	a.force = true
+	return a
+}
+
 // Appender returns a Prometheus v1 appender (the rules manager uses it).
 func (db *DB) Appender(_ context.Context) promstorage.Appender {
 	a := db.newAppender()

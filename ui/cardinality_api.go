@@ -59,6 +59,10 @@ func (s *Server) targetsWithRefusals(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
+		// Prometheus' handler compresses for a client that accepts it;
+		// the patch needs the JSON.
+		r = r.Clone(r.Context())
+		r.Header.Del("Accept-Encoding")
 		held := &heldResponse{header: w.Header()}
 		next.ServeHTTP(held, r)
 		if held.code != 0 && held.code != http.StatusOK {
