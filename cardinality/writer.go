@@ -27,7 +27,6 @@ type Writer struct {
 
 	mu      sync.Mutex
 	written map[uint64]labels.Labels // series of the last write, by hash
-	last    []Flag
 }
 
 // NewWriter returns a Writer; it starts nothing (Run does). app should
@@ -57,13 +56,6 @@ func (w *Writer) Run(ctx context.Context) error {
 		case <-t.C:
 		}
 	}
-}
-
-// Last returns the flags of the last write.
-func (w *Writer) Last() []Flag {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.last
 }
 
 // WriteOnce runs the check and writes its flags at the Analyzer's now.
@@ -98,7 +90,7 @@ func (w *Writer) WriteOnce(ctx context.Context) ([]Flag, error) {
 	if err := app.Commit(); err != nil {
 		return nil, fmt.Errorf("write %s: %w", WarningMetric, err)
 	}
-	w.written, w.last = now, flags
+	w.written = now
 	if len(flags) > 0 {
 		w.logger.Info("labels flagged for cardinality", "flags", len(flags), "first", flags[0].Metric+"/"+flags[0].Label+" ("+strconv.Itoa(flags[0].Values)+" values)")
 	}
