@@ -287,6 +287,10 @@ func cardinalityPage(t *testing.T, p *proc) {
 	require.Contains(t, text, "dev-7")
 	eval(`document.querySelector('[data-panel="targets"]').innerText`, &text)
 	require.Contains(t, text, "steady")
+	// The targets page shows why the steady target's new series are refused.
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(base+"/targets"), chromedp.WaitReady(chromedp.CSS(`#app[data-ready="true"]`))), "open /targets")
+	eval(`document.querySelector('[data-panel="targets"]').innerText`, &text)
+	require.Contains(t, text, "storage.max_series")
 	errs, reqs := b.take()
 	require.Empty(t, errs, "console errors")
 	for _, u := range reqs {
@@ -296,6 +300,7 @@ func cardinalityPage(t *testing.T, p *proc) {
 	if shots == "" {
 		shots = t.TempDir()
 	}
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(base+"/cardinality"), chromedp.WaitReady(chromedp.CSS(`#app[data-ready="true"]`))), "open /cardinality again")
 	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	require.NoError(t, err)
 	path := filepath.Join(shots, "cardinality.png")
