@@ -147,7 +147,7 @@ func (a *appender) Append(ref promstorage.SeriesRef, ls labels.Labels, _, t int6
 }
 
 func (a *appender) appendFloat(ref promstorage.SeriesRef, ls labels.Labels, t int64, v float64) (promstorage.SeriesRef, error) {
-	ref, raw, scratch, err := a.db.names.lookup(ref, ls, a.scratch)
+	ref, raw, scratch, added, err := a.db.names.lookup(ref, ls, a.scratch)
 	a.scratch = scratch
 	if err != nil {
 		a.db.metrics.appendErrors(reasonInvalidLabels, 1)
@@ -168,6 +168,10 @@ func (a *appender) appendFloat(ref promstorage.SeriesRef, ls labels.Labels, t in
 		a.self = a.db.opts.SelfMonitoring(ls)
 	}
 	if g := a.db.guard; g != nil && !g.admit(uint64(ref), a.force || a.replay || a.self) {
+		if added {
+			// Not stored: its name books no index space (diskspace.go).
+			a.db.names.unbook(len(raw))
+		}
 		return 0, g.refuse(ls, a.wall)
 	}
 	a.rows = append(a.rows, vmstorage.MetricRow{MetricNameRaw: raw, Timestamp: t, Value: v})

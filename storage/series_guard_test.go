@@ -46,8 +46,10 @@ func TestSeriesGuardRefusesNewSeriesOnly(t *testing.T) {
 
 	app = db.AppenderV2(context.Background())
 	bad := labels.FromStrings("__name__", "req", "job", "bad", "instance", "h:1", "request_id", "x")
+	booked := db.names.newNameBytes.Load()
 	_, err := app.Append(0, bad, 0, ts+1000, 1, nil, nil, promstorage.AOptions{})
 	require.ErrorIs(t, err, ErrSeriesLimit)
+	require.Equal(t, booked, db.names.newNameBytes.Load(), "a refused series books no index space")
 	require.ErrorIs(t, err, promstorage.ErrOutOfBounds)
 	require.Contains(t, err.Error(), "storage.max_series")
 	// An existing series still flows, in the same commit.
