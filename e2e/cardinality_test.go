@@ -222,9 +222,28 @@ scrape_configs:
 	}
 	require.True(t, steady && edge, "%+v", rep.Targets)
 
+	// Prometheus' own cardinality endpoint sees the label too.
+	code, r = p.get("/api/v1/status/tsdb", nil)
+	require.Equal(t, http.StatusOK, code, r.Error)
+	require.Contains(t, string(r.Data), `"name":"request_id"`)
+
+	// A flood of new ids past the limit: refused, nothing more stored,
+	// memory bounded.
 	hwm := vmHWM(t, p.cmd.Process.Pid)
-	t.Logf("peak RSS (VmHWM) of the appliance: %.1f MiB", float64(hwm)/(1<<20))
-	require.Less(t, hwm, int64(1<<30), "memory stays bounded")
+	const flood = 3 * 20_000
+	for k := range 3 {
+		b.Reset()
+		for i := range 20_000 {
+			fmt.Fprintf(&b, "api_requests_total{job=\"edge\",instance=\"dev-7\",request_id=\"%08x-0000-4e2f-8a3b-%012x\"} 1\n", k, i)
+		}
+		code, body := p.post("/api/v1/import/prometheus", "text/plain", []byte(b.String()), nil)
+		require.Equal(t, http.StatusBadRequest, code, body)
+		require.Contains(t, body, "20000 sample(s) of new series refused")
+	}
+	require.Equal(t, stored, value(t, p.instant(`count(api_requests_total)`, time.Time{})[0]), "the flood stored nothing")
+	hwm2 := vmHWM(t, p.cmd.Process.Pid)
+	t.Logf("peak RSS (VmHWM) of the appliance: %.1f MiB after %d pushed series, %.1f MiB after %d more refused", float64(hwm)/(1<<20), pushed, float64(hwm2)/(1<<20), flood)
+	require.Less(t, hwm2, int64(1<<30), "memory stays bounded")
 
 	cardinalityPage(t, p)
 
