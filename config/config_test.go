@@ -48,6 +48,9 @@ var badFiles = map[string][]string{
 	"global-timeout.bad.yml": {
 		"testdata/global-timeout.bad.yml:2: global scrape timeout greater than scrape interval (scrape_interval defaults to 15s)",
 	},
+	"max-series.bad.yml": {
+		"testdata/max-series.bad.yml:2: max_series must be 0 (no limit) or more",
+	},
 	"memory-budget.bad.yml": {
 		`testdata/memory-budget.bad.yml:2: invalid size "512 megs": unknown unit "megs"; use B, KB, MB, GB, TB, KiB, MiB, GiB or TiB`,
 	},
@@ -221,7 +224,7 @@ func TestLoadGoodFile(t *testing.T) {
 
 	require.Equal(t, "gpu-01", cfg.Global.ExternalLabels.Get("box"))
 	require.Equal(t, "lab-a", cfg.Global.ExternalLabels.Get("site"))
-	require.Equal(t, StorageConfig{Path: "/var/lib/appliance", Retention: DefaultRetentionConfig, MemoryBudget: 512 << 20, Exemplars: DefaultExemplarsConfig}, cfg.Storage)
+	require.Equal(t, StorageConfig{Path: "/var/lib/appliance", Retention: DefaultRetentionConfig, MemoryBudget: 512 << 20, Exemplars: DefaultExemplarsConfig, Cardinality: DefaultCardinalityConfig}, cfg.Storage)
 	require.Equal(t, QueryConfig{Timeout: model.Duration(time.Minute), MaxSamples: 20_000_000, MaxConcurrency: 20, LookbackDelta: model.Duration(5 * time.Minute)}, cfg.Query)
 	require.Equal(t, []string{"testdata/rules/*.rules.yml"}, cfg.RuleFiles)
 	require.Equal(t, []string{"vllm", "gpu", "fastapi", "targets"}, cfg.RulePacks)

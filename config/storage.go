@@ -18,9 +18,16 @@ var (
 		FiveMinute: model.Duration(90 * day),
 	}
 	DefaultStorageConfig = StorageConfig{
-		Path:      "data",
-		Retention: DefaultRetentionConfig,
-		Exemplars: DefaultExemplarsConfig,
+		Path:        "data",
+		Retention:   DefaultRetentionConfig,
+		Exemplars:   DefaultExemplarsConfig,
+		Cardinality: DefaultCardinalityConfig,
+	}
+	// DefaultCardinalityConfig flags a label with more than 1000 values
+	// for one metric, and checks every minute.
+	DefaultCardinalityConfig = CardinalityConfig{
+		MaxLabelValues: 1000,
+		Interval:       model.Duration(time.Minute),
 	}
 	// DefaultExemplarsConfig keeps Prometheus' default of 100000
 	// exemplars in memory.
@@ -50,6 +57,13 @@ type StorageConfig struct {
 	// Exemplars is Prometheus' storage.exemplars: the in-memory ring of
 	// exemplars from scrapes and remote write.
 	Exemplars ExemplarsConfig `yaml:"exemplars"`
+	// MaxSeries is the hard guard on active series (storage.max_series):
+	// samples of new series beyond it are refused and counted per target,
+	// existing series keep flowing. 0 turns the guard off.
+	MaxSeries int `yaml:"max_series,omitempty"`
+	// Cardinality configures the cardinality check behind /cardinality
+	// and the appliance_cardinality_warning series.
+	Cardinality CardinalityConfig `yaml:"cardinality"`
 
 	notes []string // what storage.tsdb maps and ignores, for `appliance check`
 }
@@ -59,6 +73,16 @@ type ExemplarsConfig struct {
 	// MaxExemplars is the size of the ring shared by all series; 0 keeps
 	// none. Applied on reload.
 	MaxExemplars int64 `yaml:"max_exemplars"`
+}
+
+// CardinalityConfig is storage.cardinality.
+type CardinalityConfig struct {
+	// MaxLabelValues is N: a label with more than N values for one metric
+	// is flagged, whatever its values look like.
+	MaxLabelValues int `yaml:"max_label_values"`
+	// Interval is how often the check runs and writes
+	// appliance_cardinality_warning.
+	Interval model.Duration `yaml:"interval"`
 }
 
 // RetentionConfig says how long each tier keeps data. A coarser tier keeps
@@ -84,7 +108,12 @@ func (c *StorageConfig) UnmarshalYAML(unmarshal func(any) error) error {
 		} `yaml:"retention"`
 		MemoryBudget Bytes `yaml:"memory_budget"`
 		MinFreeDisk  Bytes `yaml:"min_free_disk"`
-		Exemplars    struct {
+		MaxSeries    int   `yaml:"max_series"`
+		Cardinality  struct {
+			MaxLabelValues *int            `yaml:"max_label_values"`
+			Interval       *model.Duration `yaml:"interval"`
+		} `yaml:"cardinality"`
+		Exemplars struct {
 			MaxExemplars *int64 `yaml:"max_exemplars"`
 		} `yaml:"exemplars"`
 		// TSDB is Prometheus' storage.tsdb, read for its retention.
@@ -107,6 +136,22 @@ func (c *StorageConfig) UnmarshalYAML(unmarshal func(any) error) error {
 	}
 	c.MemoryBudget = in.MemoryBudget
 	c.MinFreeDisk = in.MinFreeDisk
+	if in.MaxSeries < 0 {
+		return fieldErrorf([]string{"max_series"}, "max_series must be 0 (no limit) or more")
+	}
+	c.MaxSeries = in.MaxSeries
+	if n := in.Cardinality.MaxLabelValues; n != nil {
+		if *n < 1 {
+			return fieldErrorf([]string{"cardinality", "max_label_values"}, "max_label_values must be 1 or more")
+		}
+		c.Cardinality.MaxLabelValues = *n
+	}
+	if d := in.Cardinality.Interval; d != nil {
+		if *d < model.Duration(time.Second) {
+			return fieldErrorf([]string{"cardinality", "interval"}, "cardinality interval must be 1s or more")
+		}
+		c.Cardinality.Interval = *d
+	}
 	if m := in.Exemplars.MaxExemplars; m != nil {
 		if *m < 0 {
 			return fieldErrorf([]string{"exemplars", "max_exemplars"}, "max_exemplars must be 0 (keep none) or more")

@@ -24,7 +24,7 @@ func TestPrometheusRuleFileLoadsInPrometheus(t *testing.T) {
 	}
 	require.Equal(t, []string{"vllm", "targets", "gpu", "appliance-warmup"}, names)
 	// VLLMSlowEndToEnd is compiled (instances, escalation) into two rules.
-	require.Equal(t, 14, rules)
+	require.Equal(t, 15, rules)
 	text := string(data)
 	require.NotRegexp(t, `(?m)^\s+(instances|escalate_when_all|warmup):`, text, "extensions are compiled away")
 	require.Equal(t, 2, strings.Count(text, "alert: VLLMSlowEndToEnd"))

@@ -133,3 +133,59 @@ func (*DB) WALReplayStatus() (tsdb.WALReplayStatus, error) {
 
 // BlockMetas returns no blocks: VictoriaMetrics has parts, not Prometheus blocks.
 func (*DB) BlockMetas() ([]tsdb.BlockMeta, error) { return nil, nil }
+
+// DayStatus is VictoriaMetrics' cardinality status of the series of one
+// UTC day in the raw tier (its per-day index), top entries first.
+type DayStatus struct {
+	// Day is the day's start (UTC).
+	Day time.Time
+	// TotalSeries counts the series with samples that day.
+	TotalSeries uint64
+	// SeriesByMetric counts series per metric name.
+	SeriesByMetric []NameCount
+	// ValuesByLabel counts values per label name.
+	ValuesByLabel []NameCount
+	// SeriesByLabel counts series per label name.
+	SeriesByLabel []NameCount
+	// SeriesByPair counts series per label="value" pair.
+	SeriesByPair []NameCount
+}
+
+// NameCount is one entry of a DayStatus list.
+type NameCount struct {
+	Name  string `json:"name"`
+	Count uint64 `json:"count"`
+}
+
+// DayStatus returns the cardinality status of the UTC day holding day,
+// with at most topN entries per list. Series newer than the last Flush
+// (at most about 15 s with the downsampler running) may be missing.
+func (db *DB) DayStatus(ctx context.Context, day time.Time, topN int) (*DayStatus, error) {
+	if topN <= 0 {
+		topN = 10
+	}
+	if err := db.readLock(); err != nil {
+		return nil, err
+	}
+	defer db.readUnlock()
+	date := uint64(day.UnixMilli() / msecPerDay)
+	st, err := db.vm.GetTSDBStatus(nil, nil, date, "", topN, db.opts.MaxSeriesPerQuery, vmDeadline(ctx))
+	if err != nil {
+		return nil, fmt.Errorf("collect cardinality status: %w", err)
+	}
+	conv := func(es []vmstorage.TopHeapEntry) []NameCount {
+		out := make([]NameCount, len(es))
+		for i, e := range es {
+			out[i] = NameCount{Name: e.Name, Count: e.Count}
+		}
+		return out
+	}
+	return &DayStatus{
+		Day:            time.UnixMilli(int64(date) * msecPerDay).UTC(),
+		TotalSeries:    st.TotalSeries,
+		SeriesByMetric: conv(st.SeriesCountByMetricName),
+		ValuesByLabel:  conv(st.LabelValueCountByLabelName),
+		SeriesByLabel:  conv(st.SeriesCountByLabelName),
+		SeriesByPair:   conv(st.SeriesCountByLabelValuePair),
+	}, nil
+}

@@ -38,9 +38,27 @@ func (db *DB) AppenderV2(ctx context.Context) promstorage.AppenderV2 {
 	return a
 }
 
+// Own returns an Appendable for the appliance's own series (rule
+// results, ALERTS): the storage.max_series guard counts them and never
+// refuses them, so alerts keep their state at the limit.
+func (db *DB) Own() promstorage.AppendableV2 { return ownAppendable{db} }
+
+type ownAppendable struct{ db *DB }
+
+func (o ownAppendable) AppenderV2(ctx context.Context) promstorage.AppenderV2 {
+	a := o.db.newAppender()
+	a.sync = syncCommit(ctx)
+	a.force = true
+	return a
+}
+
 // Appender returns a Prometheus v1 appender (the rules manager uses it).
 func (db *DB) Appender(_ context.Context) promstorage.Appender {
-	return &appenderV1{a: db.newAppender()}
+	a := db.newAppender()
+	// Rule results are the appliance's own series: the series guard
+	// counts them and never refuses them.
+	a.force = true
+	return &appenderV1{a: a}
 }
 
 // maxPooledRows is the largest row buffer kept for reuse: a big import
@@ -57,9 +75,14 @@ func (db *DB) newAppender() *appender {
 	a.db = db
 	// Bounds are taken once per appender, not per sample; Commit checks
 	// again with a fresh clock.
-	now := db.now().UnixMilli()
+	wall := db.now()
+	now := wall.UnixMilli()
 	a.minT = now - db.oldestAccepted().Milliseconds()
 	a.maxT = now + futureRetention.Milliseconds()
+	a.wall = wall
+	if db.guard != nil {
+		db.guard.rotate(now)
+	}
 	return a
 }
 
@@ -76,8 +99,11 @@ type appender struct {
 	// the appender of WAL replay, whose Commit does not log again.
 	// self marks the appliance's own samples (Options.SelfMonitoring).
 	sync, replay, self bool
+	// force admits new series past storage.max_series (rules, replay).
+	force bool
 
 	minT, maxT int64
+	wall       time.Time
 
 	meta                []metaUpdate
 	lastFamily          string
@@ -95,7 +121,7 @@ func (a *appender) release() {
 	clear(a.rows) // drop references to cached names
 	a.rows = a.rows[:0]
 	a.refs = a.refs[:0]
-	a.sync, a.replay, a.self = false, false, false
+	a.sync, a.replay, a.self, a.force = false, false, false, false
 	a.meta = a.meta[:0]
 	a.lastFamily, a.lastMeta = "", metadata.Metadata{}
 	a.droppedNaN, a.dropOOB = 0, 0
@@ -121,7 +147,7 @@ func (a *appender) Append(ref promstorage.SeriesRef, ls labels.Labels, _, t int6
 }
 
 func (a *appender) appendFloat(ref promstorage.SeriesRef, ls labels.Labels, t int64, v float64) (promstorage.SeriesRef, error) {
-	ref, raw, scratch, err := a.db.names.lookup(ref, ls, a.scratch)
+	ref, raw, scratch, added, err := a.db.names.lookup(ref, ls, a.scratch)
 	a.scratch = scratch
 	if err != nil {
 		a.db.metrics.appendErrors(reasonInvalidLabels, 1)
@@ -140,6 +166,13 @@ func (a *appender) appendFloat(ref promstorage.SeriesRef, ls labels.Labels, t in
 	if len(a.rows) == 0 && a.db.opts.SelfMonitoring != nil {
 		// One scrape is one target: its first series says whose it is.
 		a.self = a.db.opts.SelfMonitoring(ls)
+	}
+	if g := a.db.guard; g != nil && !g.admit(uint64(ref), a.force || a.replay || a.self) {
+		if added {
+			// Not stored: its name books no index space (diskspace.go).
+			a.db.names.unbook(len(raw))
+		}
+		return 0, g.refuse(ls, a.wall)
 	}
 	a.rows = append(a.rows, vmstorage.MetricRow{MetricNameRaw: raw, Timestamp: t, Value: v})
 	a.refs = append(a.refs, uint64(ref))

@@ -122,6 +122,13 @@ type Options struct {
 	// first step of issue 17's head (head.go); the rollups are still read
 	// back from raw.
 	HeadBatchWrites bool
+	// MaxSeries is storage.max_series: while this many series are active
+	// (samples in the current or the previous hour), samples of a new
+	// series are refused with ErrSeriesLimit and counted per target in
+	// appliance_storage_series_refused_total; existing series keep
+	// flowing. The appliance's own series (rules, the self-scrape) and
+	// WAL replay are counted and never refused. 0 turns the guard off.
+	MaxSeries int
 }
 
 // DefaultOptions returns the options the appliance runs with; set Path.
@@ -181,6 +188,10 @@ type DB struct {
 
 	metrics *dbMetrics
 
+	// guard is the storage.max_series guard (series_guard.go); nil when
+	// Options.MaxSeries is 0.
+	guard *seriesGuard
+
 	// wal is the write-ahead log of committed samples (nil when
 	// Options.DisableWAL); disk is the free-disk watermark. See wal.go.
 	wal         *wal
@@ -222,6 +233,9 @@ func Open(opts Options) (db *DB, err error) {
 	}
 	if opts.RollupPageSize <= 0 {
 		opts.RollupPageSize = def.RollupPageSize
+	}
+	if opts.MaxSeries < 0 {
+		return nil, fmt.Errorf("open storage: negative max_series %d", opts.MaxSeries)
 	}
 	if opts.MemoryBudget < 0 {
 		return nil, fmt.Errorf("open storage: negative memory budget %d", opts.MemoryBudget)
@@ -297,6 +311,9 @@ func Open(opts Options) (db *DB, err error) {
 			}
 			return nil
 		}
+	}
+	if opts.MaxSeries > 0 {
+		db.guard = newSeriesGuard(opts.MaxSeries, opts.Now())
 	}
 	db.minT.Store(math.MaxInt64)
 	db.maxT.Store(math.MinInt64)

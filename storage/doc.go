@@ -274,6 +274,19 @@
 // index's own encoding) with ErrInvalidSeries, so a scrape fails with the
 // error (up 0, nothing of it stored) and the HTTP ingest answers 400.
 //
+// Series limit. With Options.MaxSeries (storage.max_series) the appender
+// admits a new series only while fewer than that many are active: seen
+// in the current or the previous hour-long generation of the guard
+// (series_guard.go), by ref. A sample of a series past the limit is
+// refused at Append with ErrSeriesLimit, which also matches
+// ErrOutOfBounds so that Prometheus' scrape loop skips it and stores the
+// rest of the scrape; it is counted per job and instance label in
+// appliance_storage_series_refused_total and listed by SeriesLimit.
+// Series already active keep flowing. The appliance's own series (the
+// rule appenders, Appender and Own; the self-scrape) and WAL replay are
+// counted and never refused; after a restart the guard knows the series
+// the WAL replayed.
+//
 // # Caveats
 //
 // Precision. VictoriaMetrics stores values as decimals with one exponent per

@@ -42,6 +42,9 @@ func newDBMetrics(db *DB, reg prometheus.Registerer) *dbMetrics {
 		Help: "Series with samples in the current or previous hour.",
 	}, func() float64 { return float64(db.ActiveSeries()) })
 	m.collectors = []prometheus.Collector{m.samplesAppended, m.appendErrorsVec, activeSeries, headCollector{db.head}, m.vm}
+	if db.guard != nil {
+		m.collectors = append(m.collectors, db.guard.collectors()...)
+	}
 	return m
 }
 

@@ -94,15 +94,34 @@ func (sh *seriesCacheShard) put(ref uint64, raw []byte, maxEntries int) {
 	sh.curr[ref] = raw
 }
 
+// unbook takes n bytes off newNameBytes (a series added to the cache and
+// then refused, storage.max_series: nothing reaches the index), never
+// below zero.
+func (c *seriesCache) unbook(n int) {
+	for {
+		cur := c.newNameBytes.Load()
+		if c.newNameBytes.CompareAndSwap(cur, cur-min(cur, uint64(n))) {
+			return
+		}
+	}
+}
+
 // resolve returns the ref and the cached raw name for ls. scratch is a
 // buffer the caller owns; it is returned, grown, for reuse.
 func (c *seriesCache) resolve(ls labels.Labels, scratch []byte) (ref uint64, raw, scratchOut []byte, err error) {
+	ref, raw, scratchOut, _, err = c.resolveNew(ls, scratch)
+	return ref, raw, scratchOut, err
+}
+
+// resolveNew is resolve that also says whether ls was added to the cache
+// (and its bytes to newNameBytes).
+func (c *seriesCache) resolveNew(ls labels.Labels, scratch []byte) (ref uint64, raw, scratchOut []byte, added bool, err error) {
 	scratch, err = marshalRawName(scratch[:0], ls)
 	if err != nil {
-		return 0, nil, scratch, err
+		return 0, nil, scratch, false, err
 	}
 	if err := checkIndexedSize(ls); err != nil {
-		return 0, nil, scratch, err
+		return 0, nil, scratch, false, err
 	}
 	ref = ls.Hash() &^ collisionRefBit
 	if ref == 0 {
@@ -110,10 +129,10 @@ func (c *seriesCache) resolve(ls labels.Labels, scratch []byte) (ref uint64, raw
 	}
 	if cached, ok := c.get(ref); ok {
 		if bytes.Equal(cached, scratch) {
-			return ref, cached, scratch, nil
+			return ref, cached, scratch, false, nil
 		}
 		ref, raw = c.resolveCollision(scratch)
-		return ref, raw, scratch, nil
+		return ref, raw, scratch, false, nil
 	}
 	raw = bytes.Clone(scratch)
 	sh := &c.shards[ref%seriesCacheShards]
@@ -121,12 +140,12 @@ func (c *seriesCache) resolve(ls labels.Labels, scratch []byte) (ref uint64, raw
 	if cached, ok := sh.curr[ref]; ok && !bytes.Equal(cached, raw) {
 		sh.mu.Unlock()
 		ref, raw = c.resolveCollision(raw)
-		return ref, raw, scratch, nil
+		return ref, raw, scratch, false, nil
 	}
 	sh.put(ref, raw, c.maxPerShard)
 	sh.mu.Unlock()
 	c.newNameBytes.Add(uint64(len(raw)))
-	return ref, raw, scratch, nil
+	return ref, raw, scratch, true, nil
 }
 
 func (c *seriesCache) resolveCollision(name []byte) (uint64, []byte) {
@@ -154,14 +173,16 @@ func (c *seriesCache) resolveCollision(name []byte) (uint64, []byte) {
 // lookup is the hot path of Append: a ref the caller got from an earlier
 // Append is trusted (as Prometheus' head trusts it); anything else is
 // resolved from the labels.
-func (c *seriesCache) lookup(ref promstorage.SeriesRef, ls labels.Labels, scratch []byte) (promstorage.SeriesRef, []byte, []byte, error) {
+// added says whether ls was new to the cache (its bytes booked, see
+// unbook).
+func (c *seriesCache) lookup(ref promstorage.SeriesRef, ls labels.Labels, scratch []byte) (_ promstorage.SeriesRef, raw, scratchOut []byte, added bool, err error) {
 	if ref != 0 {
 		if raw, ok := c.get(uint64(ref)); ok {
-			return ref, raw, scratch, nil
+			return ref, raw, scratch, false, nil
 		}
 	}
-	r, raw, scratch, err := c.resolve(ls, scratch)
-	return promstorage.SeriesRef(r), raw, scratch, err
+	r, raw, scratch, added, err := c.resolveNew(ls, scratch)
+	return promstorage.SeriesRef(r), raw, scratch, added, err
 }
 
 // marshalRawName appends ls in VictoriaMetrics' raw metric name format

@@ -17,9 +17,26 @@ import (
 // the refs of the previous scrape and the metadata with every sample, then
 // Commit. ns/sample is the figure to compare with Prometheus' head appender
 // and VictoriaMetrics' own ingestion.
-func BenchmarkAppend(b *testing.B) {
+func BenchmarkAppend(b *testing.B) { benchmarkAppend(b, 0) }
+
+// BenchmarkAppendSeriesGuard is BenchmarkAppend without and with the
+// storage.max_series guard (below its limit: every sample is looked up),
+// side by side in one run.
+func BenchmarkAppendSeriesGuard(b *testing.B) {
+	b.Run("off", func(b *testing.B) { benchmarkAppend(b, 0) })
+	b.Run("max_series=1e6", func(b *testing.B) { benchmarkAppend(b, 1_000_000) })
+}
+
+func benchmarkAppend(b *testing.B, maxSeries int) {
 	const families, perFamily = 100, 100
-	db := openTestDB(b, b.TempDir(), nil)
+	opts := DefaultOptions()
+	opts.Path = b.TempDir()
+	opts.MaxSeries = maxSeries
+	db, err := Open(opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = db.Close() })
 	lsets := make([]labels.Labels, 0, families*perFamily)
 	fams := make([]string, 0, families*perFamily)
 	for f := range families {

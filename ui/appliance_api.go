@@ -53,6 +53,7 @@ func (s *Server) mountApplianceAPI(e *echo.Echo) {
 	e.GET("/api/v1/appliance/annotations", a.listAnnotations, guard)
 	e.POST("/api/v1/appliance/annotations", a.postAnnotation, guard)
 	e.GET("/api/v1/appliance/digest/preview", s.digestPreview)
+	e.GET("/api/v1/appliance/cardinality", a.cardinality, guard)
 	a.mountExplain(e, guard)
 }
 

@@ -33,7 +33,11 @@ import (
 // Prometheus label set and a sample per line, and the appender's rows),
 // so about 4 MiB. The 204 comes after the last batch's fsync.
 //
-// A batch is all or nothing: a bad line (a parse error, a series over a
+// Samples of new series past storage.max_series are skipped and the rest
+// stored: the answer is then 400 naming the first refused series and how
+// many samples were refused, after the whole body was read and stored.
+//
+// Otherwise a batch is all or nothing: a bad line (a parse error, a series over a
 // label limit or the index limit) refuses its batch, and the answer (400)
 // names the line or the series and says what was stored before it:
 // "lines 1-M (K samples) were stored; nothing from line M+1 on". A body
@@ -86,7 +90,7 @@ func (s *Server) importPrometheus(c echo.Context) error {
 			if openMetrics {
 				batch = endOpenMetrics(batch)
 			}
-			n, hasMeta, err := s.importBatch(req.Context(), batch, ct, first, last, extra, now, stored)
+			n, hasMeta, err := s.importBatch(req.Context(), batch, ct, first, last, extra, now, &stored)
 			if err != nil {
 				return refuseImport(c, err)
 			}
@@ -102,6 +106,11 @@ func (s *Server) importPrometheus(c echo.Context) error {
 			return refuseImport(c, r)
 		}
 	}
+	if stored.refused > 0 {
+		return refuseImport(c, &importRefusal{http.StatusBadRequest, "bad_data",
+			fmt.Sprintf("%d sample(s) of new series refused, the first: %s; the body's other %d samples were stored",
+				stored.refused, stored.firstRefused, stored.samples)})
+	}
 	if stored.samples == 0 && text && !meta {
 		return apiError(c, http.StatusBadRequest, "bad_data", "body has no samples")
 	}
@@ -111,6 +120,10 @@ func (s *Server) importPrometheus(c echo.Context) error {
 // importStored is what an import committed so far.
 type importStored struct {
 	lines, samples int
+	// refused counts samples of new series past storage.max_series,
+	// skipped; firstRefused is the first of their errors.
+	refused      int
+	firstRefused error
 }
 
 // note says in an error answer what was stored before the error.
@@ -133,7 +146,8 @@ func (e *importRefusal) Error() string { return e.msg }
 // of the body. It returns the samples stored and whether the batch had
 // metadata, or an *importRefusal saying what went wrong and what of the
 // body was stored before (stored).
-func (s *Server) importBatch(ctx context.Context, batch []byte, ct string, first, last int, extra labels.Labels, now int64, stored importStored) (n int, meta bool, err error) {
+func (s *Server) importBatch(ctx context.Context, batch []byte, ct string, first, last int, extra labels.Labels, now int64, sp *importStored) (n int, meta bool, err error) {
+	stored := *sp
 	samples, md, err := parseImport(batch, ct, extra, now)
 	if err != nil {
 		var le *importLineError
@@ -151,6 +165,14 @@ func (s *Server) importBatch(ctx context.Context, batch []byte, ct string, first
 		if err == nil {
 			_, err = app.Append(0, smp.lset, 0, smp.t, smp.v, nil, nil, storage.AOptions{})
 		}
+		if errors.Is(err, appstorage.ErrSeriesLimit) {
+			s.ingest.rejected.WithLabelValues(rejectMaxSeries).Inc()
+			if sp.refused++; sp.firstRefused == nil {
+				sp.firstRefused = err
+			}
+			n--
+			continue
+		}
 		if err != nil {
 			_ = app.Rollback()
 			if r := s.ingestRefusal(err, len(samples), fmt.Sprintf("sample @%d in lines %d-%d", smp.t, first, last), stored); r != nil {
@@ -166,7 +188,7 @@ func (s *Server) importBatch(ctx context.Context, batch []byte, ct string, first
 	for family, m := range md {
 		s.opts.Storage.SetMetadata(family, m)
 	}
-	return len(samples), len(md) > 0, nil
+	return n + len(samples), len(md) > 0, nil
 }
 
 // commitImport commits an import's batch of samples (fsynced where app

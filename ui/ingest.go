@@ -33,6 +33,10 @@ import (
 //	     without the dropped histograms (counted in
 //	     appliance_native_histograms_dropped_total) and answered 2xx, so
 //	     that one bad series never stalls a sender's queue.
+//	400  samples of new series past storage.max_series
+//	     (storage.ErrSeriesLimit): the request's other samples, those of
+//	     series already stored, are stored; the error names the first
+//	     refused series. A retry would be refused the same way.
 //	503  the disk is below storage.min_free_disk (storage.ErrDiskFull),
 //	     with the reason and Retry-After: the sender keeps its data and
 //	     retries; nothing of the request is stored.
@@ -48,6 +52,7 @@ const (
 	rejectLabelValueLength = "label_value_length_limit"
 	rejectDiskFull         = "disk_full"
 	rejectNativeHistogram  = "native_histogram"
+	rejectMaxSeries        = "max_series"
 )
 
 // retryAfterSeconds is what a 503 asks a sender to wait: a few disk-space
@@ -105,9 +110,9 @@ func newIngestMetrics(reg prometheus.Registerer) *ingestMetrics {
 	// appliance_ingest_rejected_samples_total.
 	m := &ingestMetrics{rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "ingest_rejected_samples_total",
-		Help: "Samples of remote-write and import requests refused, by reason (series_too_large, label_limit, label_name_length_limit, label_value_length_limit, native_histogram: 400; disk_full: 503).",
+		Help: "Samples of remote-write and import requests refused, by reason (series_too_large, label_limit, label_name_length_limit, label_value_length_limit, native_histogram, max_series: 400; disk_full: 503).",
 	}, []string{"reason"})}
-	for _, r := range []string{rejectSeriesTooLarge, rejectLabelLimit, rejectLabelNameLength, rejectLabelValueLength, rejectDiskFull, rejectNativeHistogram} {
+	for _, r := range []string{rejectSeriesTooLarge, rejectLabelLimit, rejectLabelNameLength, rejectLabelValueLength, rejectDiskFull, rejectNativeHistogram, rejectMaxSeries} {
 		m.rejected.WithLabelValues(r)
 	}
 	if reg != nil {
@@ -131,6 +136,8 @@ func ingestError(err error) (code int, reason string) {
 		return 0, ""
 	case errors.As(err, &lim):
 		return http.StatusBadRequest, lim.reason
+	case errors.Is(err, storage.ErrSeriesLimit):
+		return http.StatusBadRequest, rejectMaxSeries
 	case errors.Is(err, storage.ErrInvalidSeries):
 		return http.StatusBadRequest, rejectSeriesTooLarge
 	case errors.Is(err, storage.ErrDiskFull):
@@ -167,6 +174,8 @@ type ingestRefusal struct {
 	err    error
 	code   int
 	reason string
+	// partial: the request's other samples were stored (max_series).
+	partial bool
 }
 
 type ingestRefusalKey struct{}
@@ -189,6 +198,8 @@ func (s *Server) guardRemoteWrite(next http.Handler) http.Handler {
 		switch {
 		case ref.code == http.StatusServiceUnavailable:
 			unavailable(w, ref.err)
+		case ref.partial:
+			http.Error(w, ref.err.Error()+"; the request's other samples were stored", ref.code)
 		case ref.code != 0:
 			http.Error(w, ref.err.Error()+"; nothing of this request was stored", ref.code)
 		default:
@@ -272,6 +283,14 @@ func (a *ingestAppender) Append(ref promstorage.SeriesRef, ls labels.Labels, st,
 	}
 	dropped, _ := a.Dropped()
 	ref, err := a.Appender.Append(ref, ls, st, t, v, h, fh, opts)
+	if errors.Is(err, storage.ErrSeriesLimit) {
+		// The sample is skipped, the rest of the request stored.
+		a.s.ingest.rejected.WithLabelValues(rejectMaxSeries).Inc()
+		if a.refusal != nil && a.refusal.code == 0 {
+			*a.refusal = ingestRefusal{err: err, code: http.StatusBadRequest, reason: rejectMaxSeries, partial: true}
+		}
+		return ref, nil
+	}
 	if err != nil {
 		return ref, a.refuse(err, a.n+1)
 	}

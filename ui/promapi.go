@@ -103,6 +103,7 @@ func (s *Server) mountPrometheusAPI(e *echo.Echo) {
 		prom = tiersMiddleware(prom)
 	}
 	e.Any("/api/v1/*", echo.WrapHandler(prom))
+	e.GET("/api/v1/targets", echo.WrapHandler(s.targetsWithRefusals(prom))) // storage.max_series in lastError
 
 	limit := s.limitBody
 	e.POST("/api/v1/write", echo.WrapHandler(s.guardRemoteWrite(prom)), s.ingestGate, limit)

@@ -71,6 +71,10 @@ type Options struct {
 	// POST answers 404.
 	Annotations Annotations
 
+	// Cardinality serves /api/v1/appliance/cardinality (cardinality_api.go);
+	// nil answers 404.
+	Cardinality CardinalityReporter
+
 	// ConfigYAML returns the running config with secrets redacted.
 	ConfigYAML func() string
 	// PromConfig returns the Prometheus part of the running config.

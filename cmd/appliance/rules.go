@@ -31,7 +31,7 @@ func newRules(cfg *config.Config, db *storage.DB, engine *query.Engine, sink rul
 	// The raw tier: rules need every sample of their windows, and their
 	// output is stored like scraped data.
 	opts.Queryable = db.Raw()
-	opts.Appendable = db
+	opts.Appendable = db.Own() // counted by storage.max_series, never refused
 	opts.Engine = engine
 	opts.Logger = logger
 	opts.Registerer = reg

@@ -15,6 +15,7 @@ package main
 //	             rules; alerts go to notify
 //	slo          the weekly SLO reports: on demand, and on schedule
 //	             through notify's outbox
+//	cardinality  the cardinality report and its warning series
 //	inputs       probes, local readings, auto-detection (see probes.go)
 //	scrape       Prometheus' scrape and discovery managers, with the jobs
 //	             auto-detection finds
@@ -26,7 +27,8 @@ package main
 //	1. /-/ready answers 503 (queries are still answered)
 //	2. input: web ingest (remote write, import), auto-detection, scrape,
 //	   probes, local readings
-//	3. rules, then the SLO report scheduler (it hands reports to notify)
+//	3. rules, then the SLO report scheduler (it hands reports to notify),
+//	   then the cardinality check
 //	4. notify: the delivery in flight and one last dispatch, bounded;
 //	   whatever is not accepted stays in the outbox for the next start
 //	5. downsample
@@ -52,6 +54,7 @@ import (
 	promconfig "github.com/prometheus/prometheus/config"
 	"github.com/prometheus/prometheus/model/labels"
 
+	"github.com/aiserve/appliance/cardinality"
 	"github.com/aiserve/appliance/config"
 	"github.com/aiserve/appliance/downsample"
 	"github.com/aiserve/appliance/internal/exemplars"
@@ -85,9 +88,13 @@ type appliance struct {
 	notifier    *notify.Notifier
 	rules       *rules.Manager
 	slo         *sloReports
-	inputs      *inputs
-	scraper     *scrape.Scraper
-	web         *ui.Server
+	// cardinality reports what fills the store; cardinalityW writes its
+	// flags as appliance_cardinality_warning.
+	cardinality  *cardinality.Analyzer
+	cardinalityW *cardinality.Writer
+	inputs       *inputs
+	scraper      *scrape.Scraper
+	web          *ui.Server
 	// exemplars is the in-memory exemplar ring of scrapes and remote
 	// write; histograms stores native histograms as classic ones.
 	exemplars  *exemplars.Storage
@@ -149,6 +156,7 @@ func newAppliance(cfg *config.Config, f runFlags, logger *slog.Logger) (_ *appli
 	}
 	sopts.MemoryBudget = int64(cfg.Storage.MemoryBudget)
 	sopts.MinFreeDisk = int64(cfg.Storage.MinFreeDisk)
+	sopts.MaxSeries = cfg.Storage.MaxSeries
 	sopts.SelfMonitoring = selfScrape
 	sopts.Logger = logger.With("component", "storage")
 	sopts.Registerer = a.reg
@@ -207,6 +215,18 @@ func newAppliance(cfg *config.Config, f runFlags, logger *slog.Logger) (_ *appli
 	if a.slo, err = newSLOReports(cfg, a.db, a.engine, a.notifier, logger.With("component", "slo")); err != nil {
 		return nil, err
 	}
+	// cardinality: the report behind /cardinality and the
+	// appliance_cardinality_warning series, written through the rules'
+	// appender (never refused by storage.max_series)
+	a.cardinality = cardinality.New(cardinality.Options{
+		Status:         a.db,
+		Queryable:      a.db.Raw(),
+		SeriesLimit:    a.db.SeriesLimit,
+		SampleLimit:    a.sampleLimit,
+		MaxLabelValues: cfg.Storage.Cardinality.MaxLabelValues,
+	})
+	a.cardinalityW = cardinality.NewWriter(a.cardinality, a.db, time.Duration(cfg.Storage.Cardinality.Interval), logger.With("component", "cardinality"))
+
 	// inputs: probes, local readings, auto-detection
 	if a.inputs, err = newInputs(cfg, a.db, logger); err != nil {
 		return nil, err
@@ -252,6 +272,7 @@ func newAppliance(cfg *config.Config, f runFlags, logger *slog.Logger) (_ *appli
 		Rules:            a.rules,
 		Reports:          a.slo.reporter,
 		Annotations:      a.slo.annotations,
+		Cardinality:      a.cardinality,
 		ConfigYAML:       func() string { return a.cfg.Load().String() },
 		PromConfig:       func() promconfig.Config { return *a.cfg.Load().PrometheusConfig() },
 		Reload:           a.reload,
@@ -368,6 +389,8 @@ func (a *appliance) run() error {
 	// The report scheduler, before notify: a report it hands over is in
 	// the outbox, which notify drains.
 	a.addPart(&g, "slo reports", a.slo.run)
+	// The cardinality check writes its warnings to the storage.
+	a.addPart(&g, "cardinality", a.cardinalityW.Run)
 
 	// 4. Notify, after rules, so it has their last alerts: it lets the
 	// delivery in flight finish and dispatches once more, within
@@ -522,4 +545,15 @@ func (a *appliance) reload() error {
 // default config has) from the rest, for storage.Options.SelfMonitoring.
 func selfScrape(first labels.Labels) bool {
 	return first.Get("job") == "appliance"
+}
+
+// sampleLimit is a scrape job's sample_limit in the running config (0:
+// none, or a job auto-detection added).
+func (a *appliance) sampleLimit(job string) int {
+	for _, sc := range a.cfg.Load().ScrapeConfigs {
+		if sc.JobName == job {
+			return int(sc.SampleLimit)
+		}
+	}
+	return 0
 }

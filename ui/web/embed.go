@@ -18,7 +18,7 @@ const CSP = "default-src 'self'"
 
 // Pages are the app's paths; each serves index.html and the app routes on
 // location.pathname.
-var Pages = []string{"/", "/model", "/probes", "/hardware", "/targets", "/alerts", "/explore", "/slo", "/reports", "/compare"}
+var Pages = []string{"/", "/model", "/probes", "/hardware", "/targets", "/alerts", "/explore", "/slo", "/reports", "/compare", "/cardinality"}
 
 // Built reports whether the bundle was built into dist/.
 func Built() bool {

@@ -9,7 +9,7 @@ import { PageCtx, rangeQuery } from "./chart.js";
 import { PAGES } from "./pages.js";
 import { api, navigate, params, parseDur, parseTime, PRESETS, withParams } from "./util.js";
 
-const NAV = [["/", "Overview"], ["/model", "Model"], ["/probes", "Probes"], ["/hardware", "Hardware"], ["/targets", "Targets"], ["/alerts", "Alerts"], ["/slo", "SLOs"], ["/reports", "Reports"], ["/compare", "Compare"], ["/explore", "Explore"]];
+const NAV = [["/", "Overview"], ["/model", "Model"], ["/probes", "Probes"], ["/hardware", "Hardware"], ["/targets", "Targets"], ["/alerts", "Alerts"], ["/slo", "SLOs"], ["/reports", "Reports"], ["/compare", "Compare"], ["/cardinality", "Cardinality"], ["/explore", "Explore"]];
 const REFRESH = ["off", "5s", "15s", "30s", "1m", "5m"];
 
 

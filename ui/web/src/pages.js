@@ -7,6 +7,7 @@ import { api, fmt, fmtAgo, fmtTime, isAbort, legendFor, navigate, num, withParam
 import { Completer } from "./complete.js";
 import { SLO_PAGES } from "./slo.js";
 import { BreakdownPanel, EXPLAIN_PAGES, ExplainPanel } from "./explain.js";
+import { CARDINALITY_PAGES } from "./cardinality.js";
 
 // useAPI fetches one endpoint; reloads on deps and the refresh tick.
 // Disabled (enabled false), it fetches nothing and is idle.
@@ -384,4 +385,4 @@ function Explore({ p }) {
     </section>`;
 }
 
-export const PAGES = { "/": Overview, "/model": Model, "/probes": Probes, "/hardware": Hardware, "/targets": Targets, "/alerts": Alerts, "/explore": Explore, ...SLO_PAGES, ...EXPLAIN_PAGES };
+export const PAGES = { "/": Overview, "/model": Model, "/probes": Probes, "/hardware": Hardware, "/targets": Targets, "/alerts": Alerts, "/explore": Explore, ...SLO_PAGES, ...EXPLAIN_PAGES, ...CARDINALITY_PAGES };
