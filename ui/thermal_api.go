@@ -19,7 +19,8 @@ import (
 //
 // The latency is the P95 of metric (a histogram's base name, narrowed by
 // match) when given, else the request time of the service job/model,
-// else of the first model service stored in the range. frames names the
+// else of the first model service stored in the range, else of the
+// per-frame histogram. frames names the
 // per-frame histogram of a detection-style workload; without it, the
 // first stored histogram whose name holds "frame" is taken.
 
@@ -82,6 +83,11 @@ func (a *applianceAPI) thermal(c echo.Context) error {
 		if len(names) > 0 {
 			spec.Frames = &thermal.Frames{Metric: names[0]}
 		}
+	}
+	if f := spec.Frames; spec.Latency == nil && f != nil {
+		// A detector with no model server in front: its per-frame
+		// histogram is the inference time.
+		spec.Latency = &thermal.Latency{Name: f.Metric + " P95", P95: "histogram_quantile(0.95, sum by (le) (rate(" + f.Metric + "_bucket{" + f.Matchers + "}[$__window])))"}
 	}
 	r, err := thermal.Overlay(c.Request().Context(), a.querier(), spec, thermal.Options{From: from, To: to, Step: step})
 	if err != nil {

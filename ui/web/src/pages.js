@@ -9,6 +9,7 @@ import { SLO_PAGES } from "./slo.js";
 import { BreakdownPanel, EXPLAIN_PAGES, ExplainPanel } from "./explain.js";
 import { CARDINALITY_PAGES } from "./cardinality.js";
 import { PIPELINE_PAGES } from "./pipeline.js";
+import { ThermalPanels } from "./hardware.js";
 
 // useAPI fetches one endpoint; reloads on deps and the refresh tick.
 // Disabled (enabled false), it fetches nothing and is idle.
@@ -151,7 +152,7 @@ function Model({ p }) {
 }
 
 function Probes({ p }) { return html`<${Dashboard} id="probes" p=${p} sel=${p.get("instance") ? `instance=${JSON.stringify(p.get("instance"))}` : ""} />`; }
-function Hardware({ p }) { return html`<${Dashboard} id="hardware" p=${p} sel=${p.get("instance") ? `instance=${JSON.stringify(p.get("instance"))}` : ""} />`; }
+function Hardware({ p }) { return html`<${Dashboard} id="hardware" p=${p} sel=${p.get("instance") ? `instance=${JSON.stringify(p.get("instance"))}` : ""} head=${html`<${ThermalPanels} p=${p} />`} />`; }
 
 // ---- targets ----
 
