@@ -5,7 +5,8 @@
 // spans when the hardware throttled: a Raspberry Pi's flags from
 // `vcgencmd get_throttled` (appliance_throttled{flag}, package
 // scrape/local) and NVIDIA's thermal clock reasons
-// (nvidia_smi_clocks_event_reason_active). For detection-style workloads
+// (nvidia_smi_clocks_event_reason_active, or the DCGM exporter's
+// clock-reasons bitmask). For detection-style workloads
 // (one inference per frame) it adds the frame rate and the frame-time
 // jitter, P99 − P50 of the per-frame histogram: a detector's problem is
 // instability more than its average.

@@ -114,10 +114,14 @@ var temperatures = []struct {
 	{"hwmon", "max by (instance, chip) (node_hwmon_temp_celsius)", func(l map[string]string) string { return "hwmon " + l["chip"] }},
 }
 
-// throttles are the throttle flags read as spans.
-var throttles = []struct{ source, expr, by string }{
-	{"vcgencmd", `max by (flag) (appliance_throttled{flag=~"throttled|soft_temp_limit|arm_frequency_capped"})`, "flag"},
-	{"nvidia-smi", `max by (reason) (nvidia_smi_clocks_event_reason_active{reason=~"hw_thermal_slowdown|sw_thermal_slowdown|hw_slowdown"})`, "reason"},
+// throttles are the throttle flags read as spans: the reason is the
+// label by, or the fixed reason. The DCGM exporter's clock-reasons
+// bitmask (0x20 sw thermal, 0x40 hw thermal) counts only where the
+// appliance's own readings name no reasons (they write the bitmask too).
+var throttles = []struct{ source, expr, by, reason string }{
+	{"vcgencmd", `max by (flag) (appliance_throttled{flag=~"throttled|soft_temp_limit|arm_frequency_capped"})`, "flag", ""},
+	{"nvidia-smi", `max by (reason) (nvidia_smi_clocks_event_reason_active{reason=~"hw_thermal_slowdown|sw_thermal_slowdown|hw_slowdown"})`, "reason", ""},
+	{"dcgm", `(max(floor(DCGM_FI_DEV_CLOCKS_EVENT_REASONS / 32) % 4) > bool 0) unless on () count(nvidia_smi_clocks_event_reason_active)`, "", "thermal_slowdown"},
 }
 
 // Overlay reads the temperatures, thresholds, throttle spans, the
@@ -176,7 +180,11 @@ func Overlay(ctx context.Context, q explain.Querier, spec Spec, o Options) (*Rep
 			return nil, fmt.Errorf("throttle %s: %w", th.source, err)
 		}
 		for _, s := range ser {
-			r.Throttle = append(r.Throttle, spans(s.Points, step, th.source, s.Labels[th.by])...)
+			reason := th.reason
+			if th.by != "" {
+				reason = s.Labels[th.by]
+			}
+			r.Throttle = append(r.Throttle, spans(s.Points, step, th.source, reason)...)
 		}
 	}
 	sort.SliceStable(r.Throttle, func(i, j int) bool { return r.Throttle[i].From < r.Throttle[j].From })

@@ -76,3 +76,38 @@ func TestOverlayWithoutReadings(t *testing.T) {
 	require.Nil(t, r.Frames)
 	require.Len(t, r.Missing, 2)
 }
+
+// TestOverlayDCGMBitmask: the DCGM exporter's clock-reasons bitmask
+// (0x40, hardware thermal slowdown, from minute 3 to 5; 0x1, idle, is no
+// throttle) gives a span, with the GPU's temperature and its 85 °C line.
+func TestOverlayDCGMBitmask(t *testing.T) {
+	st := promqltest.LoadedStorage(t, `
+load 1m
+  DCGM_FI_DEV_GPU_TEMP{instance="dcgm:9400",gpu="0"} 70+3x10
+  DCGM_FI_DEV_CLOCKS_EVENT_REASONS{instance="dcgm:9400",gpu="0"} 1 1 1 64 65 1 1 1 1 1 1
+`)
+	t.Cleanup(func() { st.Close() })
+	eng := promql.NewEngine(promql.EngineOpts{MaxSamples: 1e7, Timeout: time.Minute, LookbackDelta: 5 * time.Minute})
+	r, err := Overlay(context.Background(), slo.EngineSource{Engine: eng, Queryable: st}, Spec{}, Options{From: time.Unix(0, 0), To: time.Unix(600, 0), Step: time.Minute})
+	require.NoError(t, err)
+	require.Len(t, r.Temperatures, 1)
+	require.Equal(t, "GPU 0", r.Temperatures[0].Name)
+	require.Equal(t, []Threshold{{85, "GPU: 85 °C, near where data-centre GPUs slow down"}}, r.Thresholds)
+	require.Equal(t, []Span{{From: 180, To: 300, Source: "dcgm", Reason: "thermal_slowdown"}}, r.Throttle)
+}
+
+// TestOverlayOwnReadingsOverBitmask: where the appliance's own GPU
+// readings name the reasons, the bitmask they also write adds no span.
+func TestOverlayOwnReadingsOverBitmask(t *testing.T) {
+	st := promqltest.LoadedStorage(t, `
+load 1m
+  DCGM_FI_DEV_CLOCKS_EVENT_REASONS{gpu="0"} 1 1 1 64 64 1 1 1 1 1 1
+  nvidia_smi_clocks_event_reason_active{gpu="0",reason="hw_thermal_slowdown"} 0 0 0 1 1 0 0 0 0 0 0
+  nvidia_smi_clocks_event_reason_active{gpu="0",reason="gpu_idle"} 1 1 1 0 0 1 1 1 1 1 1
+`)
+	t.Cleanup(func() { st.Close() })
+	eng := promql.NewEngine(promql.EngineOpts{MaxSamples: 1e7, Timeout: time.Minute, LookbackDelta: 5 * time.Minute})
+	r, err := Overlay(context.Background(), slo.EngineSource{Engine: eng, Queryable: st}, Spec{}, Options{From: time.Unix(0, 0), To: time.Unix(600, 0), Step: time.Minute})
+	require.NoError(t, err)
+	require.Equal(t, []Span{{From: 180, To: 300, Source: "nvidia-smi", Reason: "hw_thermal_slowdown"}}, r.Throttle)
+}
