@@ -26,6 +26,10 @@ type CollectorsConfig struct {
 	// NvidiaSMI is the nvidia-smi command, looked up on PATH unless it is
 	// a path.
 	NvidiaSMI string `yaml:"nvidia_smi"`
+	// Vcgencmd is the Raspberry Pi's vcgencmd, looked up on PATH unless it
+	// is a path; with thermal on, its get_throttled flags are read when
+	// it is there.
+	Vcgencmd string `yaml:"vcgencmd"`
 	// ProcPath, SysPath and RootFSPath are where the host's /proc, /sys
 	// and / are mounted (node_exporter's --path.procfs, --path.sysfs and
 	// --path.rootfs), for an appliance in a container.
@@ -41,6 +45,7 @@ var DefaultCollectorsConfig = CollectorsConfig{
 	Thermal:    true,
 	GPU:        true,
 	NvidiaSMI:  "nvidia-smi",
+	Vcgencmd:   "vcgencmd",
 	ProcPath:   "/proc",
 	SysPath:    "/sys",
 	RootFSPath: "/",
@@ -59,7 +64,7 @@ func (c *CollectorsConfig) UnmarshalYAML(unmarshal func(any) error) error {
 	for _, p := range []struct {
 		key string
 		val string
-	}{{"nvidia_smi", c.NvidiaSMI}, {"proc_path", c.ProcPath}, {"sys_path", c.SysPath}, {"rootfs_path", c.RootFSPath}} {
+	}{{"nvidia_smi", c.NvidiaSMI}, {"vcgencmd", c.Vcgencmd}, {"proc_path", c.ProcPath}, {"sys_path", c.SysPath}, {"rootfs_path", c.RootFSPath}} {
 		if p.val == "" {
 			return fieldErrorf([]string{p.key}, "collectors %s must not be empty (leave the key out for the default)", p.key)
 		}

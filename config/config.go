@@ -42,7 +42,7 @@ var DefaultGlobalConfig = func() promconfig.GlobalConfig {
 var unsupportedSections = []string{"remote_write"}
 
 // sections are the keys the top level accepts, for suggestions.
-var sections = []string{"global", "storage", "query", "scrape_configs", "scrape_config_files", "rule_files", "rule_packs", "rules", "web", "alerting", "probes", "slos", "reports", "collectors", "autodetect", "ui", "remote_read", "tracing", "otlp", "runtime"}
+var sections = []string{"global", "storage", "query", "scrape_configs", "scrape_config_files", "rule_files", "rule_packs", "rules", "web", "alerting", "probes", "slos", "pipelines", "reports", "collectors", "autodetect", "ui", "remote_read", "tracing", "otlp", "runtime"}
 
 // patRulePath is Prometheus' check of rule_files and scrape_config_files
 // patterns: a glob may only appear in the last path element.
@@ -66,6 +66,7 @@ type Config struct {
 	Autodetect        AutodetectConfig           `yaml:"autodetect,omitempty"`
 	UI                UIConfig                   `yaml:"ui,omitempty"`
 	SLOs              []*SLOConfig               `yaml:"slos,omitempty"`
+	Pipelines         []*PipelineConfig          `yaml:"pipelines,omitempty"`
 	Reports           ReportsConfig              `yaml:"reports,omitempty"`
 	// RemoteRead, Tracing, OTLP and Runtime are prometheus.yml's sections
 	// the appliance reads and does not act on (see Warnings).
@@ -274,6 +275,8 @@ func (l *loader) load(data []byte) *Config {
 			}
 		case "slos":
 			cfg.SLOs = l.decodeSLOs(v)
+		case "pipelines":
+			cfg.Pipelines = l.decodePipelines(v)
 		case "reports":
 			reportsOK = l.decode(v, &cfg.Reports)
 		case "collectors":

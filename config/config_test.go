@@ -25,6 +25,17 @@ import (
 // exactly and in order. Files whose errors a stage finds (rule files, rule
 // pack names, templates) are cmd/appliance's tests: config imports no stage.
 var badFiles = map[string][]string{
+	"pipelines.bad.yml": {
+		`testdata/pipelines.bad.yml:5: pipeline camera-to-cloud segment upload: histogram "edge_upload_seconds_bucket": give the base name without _bucket, _sum or _count`,
+		"testdata/pipelines.bad.yml:9: pipeline camera-to-cloud segment inference: give histogram or duration, not both",
+		`testdata/pipelines.bad.yml:12: pipeline camera-to-cloud segment sync: selector "device=\"cam1\"" must be label matchers in braces, e.g. {device=~"cam.*"}`,
+		`testdata/pipelines.bad.yml:15: pipeline camera-to-cloud segment analysis: transfer bytes "cloud bytes" is not a metric name (a counter, e.g. edge_upload_bytes_total)`,
+		`testdata/pipelines.bad.yml:16: pipeline camera-to-cloud: segment "analysis" is listed twice`,
+		"testdata/pipelines.bad.yml:18: pipeline camera-to-cloud segment store: give histogram (a histogram's base name) or duration (a gauge of seconds)",
+		`testdata/pipelines.bad.yml:19: pipeline name "bad name": want letters, digits, '-', '_' or '.' (it is the page /pipeline/<name>)`,
+		"testdata/pipelines.bad.yml:22: pipeline empty: segments is empty; list the segments in order, each with a histogram or a duration",
+		`testdata/pipelines.bad.yml:27: pipeline name "ok" is used twice (first at line 24)`,
+	},
 	"slos.bad.yml": {
 		"testdata/slos.bad.yml:11: slo chat-latency: window 2w is not supported; use 7d, 28d or 30d",
 		`testdata/slos.bad.yml:14: slo chat-availability: probe "chat" is not defined in probes`,

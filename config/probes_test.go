@@ -38,7 +38,7 @@ func TestProbesCollectorsAutodetectGood(t *testing.T) {
 	(*ProbeConfig)(nil).SetDirectory("x")
 
 	require.Equal(t, CollectorsConfig{Enabled: true, Host: true, Thermal: true, GPU: false,
-		NvidiaSMI: "/opt/nvidia/bin/nvidia-smi", ProcPath: "/proc", SysPath: "/sys", RootFSPath: "/"}, cfg.Collectors)
+		NvidiaSMI: "/opt/nvidia/bin/nvidia-smi", Vcgencmd: "vcgencmd", ProcPath: "/proc", SysPath: "/sys", RootFSPath: "/"}, cfg.Collectors)
 	require.True(t, cfg.Autodetect.Enabled)
 	require.Equal(t, []int{8000, 11434}, cfg.Autodetect.Ports)
 	require.Equal(t, "localhost", cfg.Autodetect.Host)

@@ -145,7 +145,11 @@ func Explain(ctx context.Context, q Querier, spec Spec, o Options) (*Report, err
 		r.Summary = "No request-time metric for " + spec.Service + " in storage: nothing to explain."
 		return r, nil
 	}
-	now := o.Now.Truncate(time.Second)
+	// The end of the series is now to the millisecond (storage's
+	// resolution), not to the second: a scrape that landed in the current
+	// second is already in what a query at now shows, and the rise it
+	// makes visible must be in the series too.
+	now := o.Now.Truncate(time.Millisecond)
 	from := now.Add(-o.Lookback)
 	// The series a rise is looked for in: the P95, or the mean for
 	// counters, which have no distribution.

@@ -270,3 +270,55 @@ func TestExplainTheLatestRise(t *testing.T) {
 	require.Equal(t, "waiting", r.Signals[0].ID)
 	require.InDelta(t, 20, float64(r.Signals[0].After), 0.01, "the gauge now")
 }
+
+// TestExplainSeesTheCurrentSecond: a rise whose first sample landed
+// within the current second (at 600.3 s, asked at 600.8 s) is in the
+// answer, as it is in a query at that time: the series ends at now to
+// the millisecond, not at the whole second before it.
+func TestExplainSeesTheCurrentSecond(t *testing.T) {
+	st := promqltest.LoadedStorage(t, `
+load 5s
+  e2e_bucket{le="1"}    0+1x120
+  e2e_bucket{le="10"}   0+1x120
+  e2e_bucket{le="+Inf"} 0+1x120
+  e2e_sum               0+0.5x120
+  e2e_count             0+1x120
+  queue_sum             0+0.1x120
+  queue_count           0+1x120
+  decode_sum            0+0.4x120
+  decode_count          0+1x120
+`)
+	t.Cleanup(func() { st.Close() })
+	// At 600.3 s a burst of 100 requests that waited 6 s each.
+	app := st.Appender(context.Background())
+	ms := int64(600300)
+	for _, s := range []struct {
+		ls labels.Labels
+		v  float64
+	}{
+		{labels.FromStrings("__name__", "e2e_bucket", "le", "1"), 121},
+		{labels.FromStrings("__name__", "e2e_bucket", "le", "10"), 221},
+		{labels.FromStrings("__name__", "e2e_bucket", "le", "+Inf"), 221},
+		{labels.FromStrings("__name__", "e2e_sum"), 60.5 + 650},
+		{labels.FromStrings("__name__", "e2e_count"), 221},
+		{labels.FromStrings("__name__", "queue_sum"), 12.1 + 610},
+		{labels.FromStrings("__name__", "queue_count"), 221},
+		{labels.FromStrings("__name__", "decode_sum"), 48.4 + 40},
+		{labels.FromStrings("__name__", "decode_count"), 221},
+	} {
+		_, err := app.Append(0, s.ls, ms, s.v)
+		require.NoError(t, err)
+	}
+	require.NoError(t, app.Commit())
+	eng := promql.NewEngine(promql.EngineOpts{MaxSamples: 1e7, Timeout: time.Minute, LookbackDelta: 5 * time.Minute})
+	q := engineQuerier{eng: eng, q: st}
+	spec := sceneSpec()
+	spec.Signals = nil
+	now := time.UnixMilli(600800)
+	r, err := Explain(context.Background(), q, spec, Options{Now: now, Lookback: 10 * time.Minute})
+	require.NoError(t, err)
+	require.Equal(t, StatusRise, r.Status, r.Summary)
+	require.Equal(t, "queue", r.Grew, r.Summary)
+	last := r.P95Series[len(r.P95Series)-1]
+	require.Equal(t, Num(600.8), last[0], "the series ends at now")
+}

@@ -55,6 +55,8 @@ func (s *Server) mountApplianceAPI(e *echo.Echo) {
 	e.GET("/api/v1/appliance/digest/preview", s.digestPreview)
 	e.GET("/api/v1/appliance/cardinality", a.cardinality, guard)
 	a.mountExplain(e, guard)
+	a.mountPipelines(e, guard)
+	a.mountThermal(e, guard)
 }
 
 // apiWarnings is the envelope with Prometheus' warnings field.

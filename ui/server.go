@@ -25,6 +25,7 @@ import (
 
 	"github.com/aiserve/appliance/internal/exemplars"
 	"github.com/aiserve/appliance/internal/histconv"
+	"github.com/aiserve/appliance/pipeline"
 )
 
 // Storage is what the HTTP layer needs of the time-series store.
@@ -139,6 +140,9 @@ type Options struct {
 	// global section's label_limit, label_name_length_limit,
 	// label_value_length_limit); nil means none.
 	LabelLimits func() LabelLimits
+	// Pipelines lists the config's pipelines (package pipeline) for
+	// /api/v1/appliance/pipelines; nil for none.
+	Pipelines func() []pipeline.Pipeline
 }
 
 // DefaultMaxRequestBodyBytes bounds ingest request bodies when Options

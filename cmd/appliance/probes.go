@@ -61,7 +61,7 @@ func newInputs(cfg *config.Config, db *storage.DB, logger *slog.Logger) (*inputs
 	if c := cfg.Collectors; c.Enabled && (c.Host || c.Thermal || c.GPU) {
 		lopts := local.DefaultOptions()
 		lopts.Host, lopts.Thermal, lopts.GPU = c.Host, c.Thermal, c.GPU
-		lopts.ProcPath, lopts.SysPath, lopts.RootFSPath, lopts.NvidiaSMI = c.ProcPath, c.SysPath, c.RootFSPath, c.NvidiaSMI
+		lopts.ProcPath, lopts.SysPath, lopts.RootFSPath, lopts.NvidiaSMI, lopts.Vcgencmd = c.ProcPath, c.SysPath, c.RootFSPath, c.NvidiaSMI, c.Vcgencmd
 		lopts.Interval = time.Duration(cmpOr(c.Interval, cfg.Global.ScrapeInterval))
 		lopts.Appendable = db
 		lopts.Logger = logger.With("component", "local")

@@ -60,6 +60,7 @@ import (
 	"github.com/aiserve/appliance/internal/exemplars"
 	"github.com/aiserve/appliance/internal/histconv"
 	"github.com/aiserve/appliance/notify"
+	"github.com/aiserve/appliance/pipeline"
 	"github.com/aiserve/appliance/query"
 	"github.com/aiserve/appliance/rules"
 	"github.com/aiserve/appliance/scrape"
@@ -301,6 +302,7 @@ func newAppliance(cfg *config.Config, f runFlags, logger *slog.Logger) (_ *appli
 		ProbeTargets:        a.probeTargets,
 		Histograms:          a.histograms,
 		Exemplars:           a.exemplars,
+		Pipelines:           func() []pipeline.Pipeline { return pipeline.FromConfig(a.cfg.Load().Pipelines) },
 		// Pushed series keep the global label limits, as scraped ones do.
 		LabelLimits: func() ui.LabelLimits {
 			g := a.cfg.Load().Global

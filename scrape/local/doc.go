@@ -1,6 +1,9 @@
 // Package local reads the box the appliance runs on: host CPU, memory,
 // load, disks, filesystems and network from /proc and /sys
 // (node_exporter's names), temperatures from /sys/class/thermal and hwmon,
+// a Raspberry Pi's throttle flags from `vcgencmd get_throttled`
+// (appliance_throttled{flag} now, appliance_throttled_occurred{flag}
+// since boot),
 // and NVIDIA GPUs through nvidia-smi (DCGM exporter's names, so that rules
 // written for either work on both).
 //
@@ -21,7 +24,7 @@
 //
 // A reading the box does not have (no GPU, no nvidia-smi, no hwmon, a
 // file that is not there) is silently absent: no error, no series.
-// Paths are options (Options.ProcPath, SysPath, RootFSPath, NvidiaSMI) so
-// tests use a fake tree and a fake nvidia-smi, and a containerised
+// Paths are options (Options.ProcPath, SysPath, RootFSPath, NvidiaSMI, Vcgencmd) so
+// tests use a fake tree, a fake nvidia-smi and a fake vcgencmd, and a containerised
 // appliance can read the host's.
 package local

@@ -28,6 +28,10 @@ type Options struct {
 	// NvidiaSMI is the nvidia-smi command, looked up on PATH unless it
 	// contains a slash.
 	NvidiaSMI string
+	// Vcgencmd is the Raspberry Pi's vcgencmd (read with the thermal
+	// readings: its get_throttled flags), looked up on PATH unless it
+	// contains a slash; "" reads none.
+	Vcgencmd string
 	// Interval between two rounds.
 	Interval time.Duration
 	// Instance is the instance label (default: the host name).
@@ -45,6 +49,7 @@ func DefaultOptions() Options {
 		Host: true, Thermal: true, GPU: true,
 		ProcPath: "/proc", SysPath: "/sys", RootFSPath: "/",
 		NvidiaSMI: "nvidia-smi",
+		Vcgencmd:  "vcgencmd",
 		Interval:  15 * time.Second,
 		Logger:    slog.New(slog.DiscardHandler),
 		Now:       time.Now,
@@ -132,6 +137,7 @@ func (r *Reader) collect(ctx context.Context) []sample {
 	if r.opts.Thermal {
 		readThermalZones(b, r.opts.SysPath)
 		readHwmon(b, r.opts.SysPath)
+		readThrottled(ctx, b, r.opts.Vcgencmd)
 	}
 	if r.gpu != nil {
 		r.gpu.read(ctx, b)

@@ -276,3 +276,28 @@ func TestRunWritesAndMarksStale(t *testing.T) {
 	v, _ = get(load)
 	require.True(t, value.IsStaleNaN(v))
 }
+
+// TestVcgencmdThrottled: a fake vcgencmd answering get_throttled's
+// throttled=0x50005 (under-voltage and throttled now; under-voltage and
+// throttling since boot) gives the flags; one that fails adds nothing.
+func TestVcgencmdThrottled(t *testing.T) {
+	dir := t.TempDir()
+	fake := filepath.Join(dir, "vcgencmd")
+	require.NoError(t, os.WriteFile(fake, []byte("#!/bin/sh\n[ \"$1\" = get_throttled ] || exit 2\necho throttled=0x50005\n"), 0o755))
+	empty := t.TempDir()
+	t.Setenv("PATH", empty)
+	r := newTestReader(t, empty, empty, empty)
+	r.opts.Vcgencmd = fake
+	got := values(r.collect(context.Background()))
+	want := map[string]float64{}
+	for flag, v := range map[string][2]float64{"under_voltage": {1, 1}, "arm_frequency_capped": {0, 0}, "throttled": {1, 1}, "soft_temp_limit": {0, 0}} {
+		want[`appliance_throttled{flag="`+flag+`", instance="box", job="local"}`] = v[0]
+		want[`appliance_throttled_occurred{flag="`+flag+`", instance="box", job="local"}`] = v[1]
+	}
+	require.Equal(t, want, got)
+
+	require.NoError(t, os.WriteFile(fake, []byte("#!/bin/sh\necho 'VCHI initialization failed' >&2\nexit 1\n"), 0o755))
+	require.Empty(t, r.collect(context.Background()))
+	r.opts.Vcgencmd = "vcgencmd" // not on PATH
+	require.Empty(t, r.collect(context.Background()))
+}

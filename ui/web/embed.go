@@ -16,9 +16,10 @@ var dist embed.FS
 // no inline script).
 const CSP = "default-src 'self'"
 
-// Pages are the app's paths; each serves index.html and the app routes on
+// Pages are the app's paths (a trailing * any path below it, as
+// /pipeline/<name>); each serves index.html and the app routes on
 // location.pathname.
-var Pages = []string{"/", "/model", "/probes", "/hardware", "/targets", "/alerts", "/explore", "/slo", "/reports", "/compare", "/cardinality"}
+var Pages = []string{"/", "/model", "/probes", "/hardware", "/targets", "/alerts", "/explore", "/slo", "/reports", "/compare", "/cardinality", "/pipeline", "/pipeline/*"}
 
 // Built reports whether the bundle was built into dist/.
 func Built() bool {

@@ -6,10 +6,10 @@ import { html } from "htm/preact";
 import { render } from "preact";
 import { useEffect, useMemo, useState } from "preact/hooks";
 import { PageCtx, rangeQuery } from "./chart.js";
-import { PAGES } from "./pages.js";
+import { pageFor } from "./pages.js";
 import { api, navigate, params, parseDur, parseTime, PRESETS, withParams } from "./util.js";
 
-const NAV = [["/", "Overview"], ["/model", "Model"], ["/probes", "Probes"], ["/hardware", "Hardware"], ["/targets", "Targets"], ["/alerts", "Alerts"], ["/slo", "SLOs"], ["/reports", "Reports"], ["/compare", "Compare"], ["/cardinality", "Cardinality"], ["/explore", "Explore"]];
+const NAV = [["/", "Overview"], ["/model", "Model"], ["/probes", "Probes"], ["/hardware", "Hardware"], ["/targets", "Targets"], ["/alerts", "Alerts"], ["/slo", "SLOs"], ["/reports", "Reports"], ["/compare", "Compare"], ["/cardinality", "Cardinality"], ["/pipeline", "Pipelines"], ["/explore", "Explore"]];
 const REFRESH = ["off", "5s", "15s", "30s", "1m", "5m"];
 
 
@@ -29,7 +29,7 @@ function onClick(e) {
   const a = e.target.closest && e.target.closest("a[href]");
   if (!a || a.target || e.ctrlKey || e.metaKey || e.shiftKey || e.button !== 0) return;
   const u = new URL(a.href, location.href);
-  if (u.origin !== location.origin || !PAGES[u.pathname]) return;
+  if (u.origin !== location.origin || !pageFor(u.pathname)) return;
   e.preventDefault();
   navigate(u.pathname + u.search);
 }
@@ -156,7 +156,7 @@ function App() {
   const scrape = useScrapeInterval();
   const p = params();
   const path = location.pathname;
-  const Page = PAGES[path] || NotFound;
+  const Page = pageFor(path) || NotFound;
   const from = p.get("from") || "now-1h", to = p.get("to") || "now";
   const relative = to === "now" && from.startsWith("now-");
   const refresh = p.get("refresh") || "30s";
@@ -199,7 +199,7 @@ function App() {
   return html`<div class="shell" onClick=${onClick}>
     <nav>
       <span class="brand">appliance</span>
-      ${NAV.map(([href, label]) => html`<a href=${withParams({}, href).replace(/[?&](expr|tab)=[^&]*/g, "")} class=${path === href ? "on" : ""}>${label}</a>`)}
+      ${NAV.map(([href, label]) => html`<a href=${withParams({}, href).replace(/[?&](expr|tab)=[^&]*/g, "")} class=${path === href || (href !== "/" && path.startsWith(href + "/")) ? "on" : ""}>${label}</a>`)}
       <span class="grow"></span>
       <select aria-label="auto-refresh" data-testid="refresh" value=${refresh} onChange=${(e) => navigate(withParams({ refresh: e.target.value === "30s" ? "" : e.target.value }))}>
         ${REFRESH.map((r) => html`<option value=${r}>${r === "off" ? "refresh off" : "every " + r}</option>`)}

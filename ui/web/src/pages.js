@@ -8,6 +8,8 @@ import { Completer } from "./complete.js";
 import { SLO_PAGES } from "./slo.js";
 import { BreakdownPanel, EXPLAIN_PAGES, ExplainPanel } from "./explain.js";
 import { CARDINALITY_PAGES } from "./cardinality.js";
+import { PIPELINE_PAGES } from "./pipeline.js";
+import { ThermalPanels } from "./hardware.js";
 
 // useAPI fetches one endpoint; reloads on deps and the refresh tick.
 // Disabled (enabled false), it fetches nothing and is idle.
@@ -150,7 +152,7 @@ function Model({ p }) {
 }
 
 function Probes({ p }) { return html`<${Dashboard} id="probes" p=${p} sel=${p.get("instance") ? `instance=${JSON.stringify(p.get("instance"))}` : ""} />`; }
-function Hardware({ p }) { return html`<${Dashboard} id="hardware" p=${p} sel=${p.get("instance") ? `instance=${JSON.stringify(p.get("instance"))}` : ""} />`; }
+function Hardware({ p }) { return html`<${Dashboard} id="hardware" p=${p} sel=${p.get("instance") ? `instance=${JSON.stringify(p.get("instance"))}` : ""} head=${html`<${ThermalPanels} p=${p} />`} />`; }
 
 // ---- targets ----
 
@@ -385,4 +387,12 @@ function Explore({ p }) {
     </section>`;
 }
 
-export const PAGES = { "/": Overview, "/model": Model, "/probes": Probes, "/hardware": Hardware, "/targets": Targets, "/alerts": Alerts, "/explore": Explore, ...SLO_PAGES, ...EXPLAIN_PAGES, ...CARDINALITY_PAGES };
+export const PAGES = { "/": Overview, "/model": Model, "/probes": Probes, "/hardware": Hardware, "/targets": Targets, "/alerts": Alerts, "/explore": Explore, ...SLO_PAGES, ...EXPLAIN_PAGES, ...CARDINALITY_PAGES, ...PIPELINE_PAGES };
+
+// pageFor finds a path's page: its own, else that of the longest key
+// ending in "/" that the path starts with (/pipeline/<name>).
+export function pageFor(path) {
+  if (PAGES[path]) return PAGES[path];
+  const prefix = Object.keys(PAGES).filter((k) => k.endsWith("/") && k.length > 1 && path.startsWith(k) && path.length > k.length).sort((a, b) => b.length - a.length)[0];
+  return prefix ? PAGES[prefix] : null;
+}
