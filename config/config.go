@@ -70,12 +70,12 @@ type Config struct {
 	Reports           ReportsConfig              `yaml:"reports,omitempty"`
 	// RemoteRead, Tracing, OTLP and Runtime are prometheus.yml's sections
 	// the appliance reads and does not act on (see Warnings).
-	RemoteRead RemoteReadConfigs         `yaml:"remote_read,omitempty"`
+	RemoteRead RemoteReadConfigs `yaml:"remote_read,omitempty"`
 	// RemoteWrite are the remotes every stored sample is also sent to.
-	RemoteWrite RemoteWriteConfigs `yaml:"remote_write,omitempty"`
-	Tracing    *promconfig.TracingConfig `yaml:"tracing,omitempty"`
-	OTLP       *promconfig.OTLPConfig    `yaml:"otlp,omitempty"`
-	Runtime    *promconfig.RuntimeConfig `yaml:"runtime,omitempty"`
+	RemoteWrite RemoteWriteConfigs        `yaml:"remote_write,omitempty"`
+	Tracing     *promconfig.TracingConfig `yaml:"tracing,omitempty"`
+	OTLP        *promconfig.OTLPConfig    `yaml:"otlp,omitempty"`
+	Runtime     *promconfig.RuntimeConfig `yaml:"runtime,omitempty"`
 
 	warnings []*Error // what is mapped or ignored (Warnings)
 

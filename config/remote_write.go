@@ -35,7 +35,7 @@ type RemoteWriteConfig struct {
 // its defaults and checks.
 func (c *RemoteWriteConfig) UnmarshalYAML(unmarshal func(any) error) error {
 	var raw struct {
-		MaxDiskBytes *Bytes        `yaml:"max_disk_bytes"`
+		MaxDiskBytes *Bytes         `yaml:"max_disk_bytes"`
 		Rest         map[string]any `yaml:",inline"`
 	}
 	if err := unmarshal(&raw); err != nil {

@@ -46,11 +46,11 @@ remote_write:
 	require.NotContains(t, cfg.String(), "password: p\n")
 
 	for data, want := range map[string]string{
-		"remote_write: [{url: http://x/w, queue_config: {max_shard: 1}}]":         `unknown field "max_shard"`,
-		"remote_write: [{url: http://x/w, max_disk_bytes: 10xB}]":                 "invalid size",
-		"remote_write: [{url: http://x/w, protobuf_message: foo}]":                "foo",
+		"remote_write: [{url: http://x/w, queue_config: {max_shard: 1}}]":        `unknown field "max_shard"`,
+		"remote_write: [{url: http://x/w, max_disk_bytes: 10xB}]":                "invalid size",
+		"remote_write: [{url: http://x/w, protobuf_message: foo}]":               "foo",
 		"remote_write: [{url: http://x/w, name: a}, {url: http://y/w, name: a}]": `multiple remote write configs with name "a"`,
-		"remote_write: [{remote_timeout: 1s}]":                                    "url",
+		"remote_write: [{remote_timeout: 1s}]":                                   "url",
 	} {
 		_, err := Load([]byte(data), "x.yml")
 		require.ErrorContains(t, err, want, data)
