@@ -25,6 +25,8 @@ type RemoteWriteConfigs []*RemoteWriteConfig
 // protobuf_message, ...) except max_disk_bytes: the bound of the remote's
 // durable queue in the data dir; when full, the oldest samples are
 // dropped and counted (prometheus_remote_storage_samples_dropped_total).
+// One default differs from Prometheus': queue_config.retry_on_http_429 is
+// true unless the entry sets it.
 type RemoteWriteConfig struct {
 	promconfig.RemoteWriteConfig `yaml:",inline"`
 	MaxDiskBytes                 Bytes `yaml:"max_disk_bytes,omitempty"`
@@ -50,6 +52,12 @@ func (c *RemoteWriteConfig) UnmarshalYAML(unmarshal func(any) error) error {
 		return err
 	}
 	*c = RemoteWriteConfig{RemoteWriteConfig: pc, MaxDiskBytes: DefaultRemoteWriteMaxDiskBytes}
+	// 429 is retried unless the entry says otherwise (Prometheus drops
+	// by default): a receiver that sheds load loses nothing.
+	qc, _ := raw.Rest["queue_config"].(map[any]any)
+	if _, set := qc["retry_on_http_429"]; !set {
+		c.QueueConfig.RetryOnRateLimit = true
+	}
 	if raw.MaxDiskBytes != nil {
 		c.MaxDiskBytes = *raw.MaxDiskBytes
 	}

@@ -41,9 +41,13 @@ remote_write:
 	require.Len(t, lts.QueueName(), 6)
 	require.Equal(t, DefaultRemoteWriteMaxDiskBytes, lts.MaxDiskBytes)
 	require.Equal(t, "prometheus.WriteRequest", string(lts.ProtobufMessage))
+	require.True(t, lts.QueueConfig.RetryOnRateLimit)
 	// Secrets are redacted when printed.
 	require.Contains(t, cfg.String(), "max_disk_bytes: 64MiB")
 	require.NotContains(t, cfg.String(), "password: p\n")
+	cfg, err = Load([]byte("remote_write: [{url: http://x/w, queue_config: {retry_on_http_429: false}}]"), "x.yml")
+	require.NoError(t, err)
+	require.False(t, cfg.RemoteWrite[0].QueueConfig.RetryOnRateLimit)
 
 	for data, want := range map[string]string{
 		"remote_write: [{url: http://x/w, queue_config: {max_shard: 1}}]":        `unknown field "max_shard"`,
