@@ -41,9 +41,9 @@ type Manager struct {
 	mu      sync.Mutex
 	// swap is held for reading by Committed and for writing while Apply
 	// replaces a queue, so that no commit falls between two queues.
-	swap    sync.RWMutex
-	runCtx  context.Context // nil while not running
-	wg      sync.WaitGroup
+	swap   sync.RWMutex
+	runCtx context.Context // nil while not running
+	wg     sync.WaitGroup
 }
 
 // remoteQueue is one remote: its queue and, while running, its sender.
