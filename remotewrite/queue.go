@@ -74,6 +74,10 @@ type queue struct {
 	readRecs              int
 	readSent, readSentAck int64
 	dropped               bool // the sender's segment was dropped
+	// inflight are the samples of readSeg in the request being sent;
+	// they are not counted as dropped with their segment unless the
+	// sender gives the request up (abandon).
+	inflight int64
 }
 
 // openQueue opens (or creates) the queue in dir and counts what the
@@ -278,7 +282,7 @@ func (q *queue) enforceBoundLocked() {
 		s := q.segs[0]
 		unsent := s.samples
 		if s.idx == q.readSeg {
-			unsent -= q.readSent
+			unsent -= q.readSent + q.inflight
 			q.dropped = true
 		} else if s.idx < q.readSeg {
 			unsent = 0
@@ -295,6 +299,7 @@ func (q *queue) enforceBoundLocked() {
 		}
 		if q.readSeg <= s.idx {
 			q.readSeg, q.readRecs, q.readSent, q.readSentAck = q.segs[0].idx, 0, 0, 0
+			q.inflight = 0
 		}
 	}
 }
@@ -331,6 +336,7 @@ func (q *queue) ack(seg, recs int, samples int64) bool {
 		return false
 	}
 	q.readSent += samples
+	q.inflight = 0
 	if recs > q.readRecs {
 		q.readRecs = recs
 		q.readSentAck = q.readSent
@@ -418,6 +424,22 @@ func (s *segmentReader) next() ([]byte, error) {
 }
 
 func (s *segmentReader) close() { _ = s.f.Close() }
+
+// sending notes the request in flight (n samples of segment seg); 0 when
+// it was answered.
+func (q *queue) sending(seg int, n int64) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if seg == q.readSeg {
+		q.inflight = n
+	}
+}
+
+// abandon counts as dropped a request given up because the bound dropped
+// its segment while it was retried.
+func (q *queue) abandon(n int) {
+	q.m.dropped.Add(float64(n))
+}
 
 // gone says whether the sender's segment seg was dropped by the bound.
 func (q *queue) gone(seg int) bool {

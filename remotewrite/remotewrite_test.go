@@ -308,7 +308,7 @@ func TestNoRetryOn429WhenDisabled(t *testing.T) {
   queue_config: {max_samples_per_send: 100, batch_send_deadline: 10ms, retry_on_http_429: false}
 `, r.srv.URL))
 	f := start(t, t.TempDir(), cs, labels.EmptyLabels())
-	f.push(10, 10, baseTime(), false)
+	f.push(100, 1, baseTime(), false) // one commit: one batch
 	eventually(t, func() bool { return f.metric("failed", 0) == 100 }, "failed %v", f.metric("failed", 0))
 	require.Zero(t, r.unique())
 }

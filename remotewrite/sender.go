@@ -230,6 +230,7 @@ func (s *sender) flush(ctx context.Context, seg int) bool {
 // It returns false when ctx ended or the segment was dropped first.
 func (s *sender) send(ctx context.Context, seg int, batch []record.RefSample) bool {
 	req, highest := s.encode(batch)
+	s.q.sending(seg, int64(len(batch)))
 	backoff := s.set.minBackoff
 	for attempt := 0; ; attempt++ {
 		_, err := s.client.Store(ctx, req, attempt)
@@ -252,7 +253,11 @@ func (s *sender) send(ctx context.Context, seg int, batch []record.RefSample) bo
 		if attempt == 0 || attempt%10 == 0 {
 			s.logger.Warn("remote write: send failed; retrying", "samples", len(batch), "attempt", attempt+1, "backoff", backoff, "err", err)
 		}
-		if !s.sleep(ctx, backoff) || s.q.gone(seg) {
+		if !s.sleep(ctx, backoff) {
+			return false
+		}
+		if s.q.gone(seg) {
+			s.q.abandon(len(batch))
 			return false
 		}
 		backoff = min(2*backoff, s.set.maxBackoff)
