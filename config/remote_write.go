@@ -61,14 +61,16 @@ func (c *RemoteWriteConfig) UnmarshalYAML(unmarshal func(any) error) error {
 	if raw.MaxDiskBytes != nil {
 		c.MaxDiskBytes = *raw.MaxDiskBytes
 	}
+	// The URL as errors print it: without a password.
+	u := c.URL.Redacted()
 	if c.MaxDiskBytes <= 0 {
-		return fmt.Errorf("remote_write %s: max_disk_bytes must be greater than 0", c.URL)
+		return fmt.Errorf("remote_write %s: max_disk_bytes must be greater than 0", u)
 	}
 	if err := c.QueueConfig.Validate(); err != nil {
-		return fmt.Errorf("remote_write %s: %w", c.URL, err)
+		return fmt.Errorf("remote_write %s: %w", u, err)
 	}
 	if c.QueueConfig.MaxSamplesPerSend <= 0 {
-		return fmt.Errorf("remote_write %s: queue_config max_samples_per_send must be greater than 0", c.URL)
+		return fmt.Errorf("remote_write %s: queue_config max_samples_per_send must be greater than 0", u)
 	}
 	return nil
 }

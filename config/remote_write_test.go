@@ -55,6 +55,7 @@ remote_write:
 		"remote_write: [{url: http://x/w, protobuf_message: foo}]":               "foo",
 		"remote_write: [{url: http://x/w, name: a}, {url: http://y/w, name: a}]": `multiple remote write configs with name "a"`,
 		"remote_write: [{remote_timeout: 1s}]":                                   "url",
+		"remote_write: [{url: \"http://u:pw@x/w\", max_disk_bytes: 0}]":          "remote_write http://u:xxxxx@x/w: max_disk_bytes",
 	} {
 		_, err := Load([]byte(data), "x.yml")
 		require.ErrorContains(t, err, want, data)

@@ -84,7 +84,7 @@ func (m *Manager) Prepare(cfgs config.RemoteWriteConfigs, external labels.Labels
 	for _, c := range cfgs {
 		rq, err := prepareRemote(c, external)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("remote_write %s: %w", c.URL, err))
+			errs = append(errs, fmt.Errorf("remote_write %s: %w", c.URL.Redacted(), err))
 			continue
 		}
 		n.remotes = append(n.remotes, rq)
@@ -119,7 +119,7 @@ func prepareRemote(c *config.RemoteWriteConfig, external labels.Labels) (*remote
 	}
 	qc := c.QueueConfig
 	return &remoteQueue{
-		name: name, url: c.URL.String(),
+		name: name, url: c.URL.Redacted(), // the url label, as Prometheus' (no password)
 		fingerprint: string(b) + "\x00" + external.String(),
 		client:      client,
 		set: sendSettings{
