@@ -19,8 +19,10 @@
 // (counted in prometheus_remote_storage_samples_dropped_total, with a
 // warning) and the sender can resume at any segment. The sender's position
 // (segment, records sent) is kept in the file "ack" next to them, written
-// after every answered request; a restart resends from there, so delivery
-// is at least once. Segments fully sent are deleted.
+// at most once a second while requests are answered, and whenever a
+// segment is finished or the queue closes; a restart resends from there,
+// so delivery is at least once (up to a second of requests again after a
+// crash). Segments fully sent are deleted.
 //
 // Durability matches the storage's write-ahead log: every Commit writes
 // its samples to the queue (to the OS, which survives kill -9) before
