@@ -73,9 +73,6 @@ runtime:
 	require.NoError(t, err)
 	require.Equal(t, model.Duration(10*24*time.Hour), cfg.Storage.Retention.Raw)
 
-	// remote_write stays refused: another part owns it.
-	_, err = Load([]byte("remote_write:\n  - url: http://x/api/v1/write\n"), "x.yml")
-	require.ErrorContains(t, err, "remote_write: not supported by this version yet")
 }
 
 // TestAlertmanagerYMLUnderAlerting: an alertmanager.yml pasted under

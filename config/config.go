@@ -39,10 +39,10 @@ var DefaultGlobalConfig = func() promconfig.GlobalConfig {
 // unsupportedSections are sections of the design that later versions fill.
 // They are refused rather than ignored so that nobody believes an alert
 // route or a probe is active when it is not.
-var unsupportedSections = []string{"remote_write"}
+var unsupportedSections = []string{}
 
 // sections are the keys the top level accepts, for suggestions.
-var sections = []string{"global", "storage", "query", "scrape_configs", "scrape_config_files", "rule_files", "rule_packs", "rules", "web", "alerting", "probes", "slos", "pipelines", "reports", "collectors", "autodetect", "ui", "remote_read", "tracing", "otlp", "runtime"}
+var sections = []string{"global", "storage", "query", "scrape_configs", "scrape_config_files", "rule_files", "rule_packs", "rules", "web", "alerting", "probes", "slos", "pipelines", "reports", "collectors", "autodetect", "ui", "remote_read", "remote_write", "tracing", "otlp", "runtime"}
 
 // patRulePath is Prometheus' check of rule_files and scrape_config_files
 // patterns: a glob may only appear in the last path element.
@@ -70,10 +70,12 @@ type Config struct {
 	Reports           ReportsConfig              `yaml:"reports,omitempty"`
 	// RemoteRead, Tracing, OTLP and Runtime are prometheus.yml's sections
 	// the appliance reads and does not act on (see Warnings).
-	RemoteRead RemoteReadConfigs         `yaml:"remote_read,omitempty"`
-	Tracing    *promconfig.TracingConfig `yaml:"tracing,omitempty"`
-	OTLP       *promconfig.OTLPConfig    `yaml:"otlp,omitempty"`
-	Runtime    *promconfig.RuntimeConfig `yaml:"runtime,omitempty"`
+	RemoteRead RemoteReadConfigs `yaml:"remote_read,omitempty"`
+	// RemoteWrite are the remotes every stored sample is also sent to.
+	RemoteWrite RemoteWriteConfigs        `yaml:"remote_write,omitempty"`
+	Tracing     *promconfig.TracingConfig `yaml:"tracing,omitempty"`
+	OTLP        *promconfig.OTLPConfig    `yaml:"otlp,omitempty"`
+	Runtime     *promconfig.RuntimeConfig `yaml:"runtime,omitempty"`
 
 	warnings []*Error // what is mapped or ignored (Warnings)
 
@@ -242,6 +244,12 @@ func (l *loader) load(data []byte) *Config {
 			}
 		case "remote_read":
 			l.decode(v, &cfg.RemoteRead)
+		case "remote_write":
+			if l.decode(v, &cfg.RemoteWrite) {
+				if err := cfg.RemoteWrite.check(); err != nil {
+					l.errorf(k.Line, "%v", err)
+				}
+			}
 		case "tracing":
 			l.decode(v, &cfg.Tracing)
 			cfg.Tracing = nonNil(cfg.Tracing)
@@ -501,6 +509,11 @@ func (c *Config) setDirectory(dir string) {
 	}
 	for _, r := range c.RemoteRead {
 		r.SetDirectory(dir)
+	}
+	for _, r := range c.RemoteWrite {
+		if r != nil {
+			r.SetDirectory(dir)
+		}
 	}
 }
 

@@ -68,6 +68,9 @@ var badFiles = map[string][]string{
 	"query-split.bad.yml": {
 		"testdata/query-split.bad.yml:3: query split_parallelism must be 0 (one part per core), 1 (no splitting) or more",
 	},
+	"remote-write.bad.yml": {
+		"testdata/remote-write.bad.yml:4: remote write queue max_shards must be positive",
+	},
 	"relabel-regex.bad.yml": {
 		"testdata/relabel-regex.bad.yml:8: error parsing regexp: missing closing ): `^(?s:vllm:(num_requests.*)$`",
 	},
@@ -145,7 +148,7 @@ scrape_configs:
   - {job_name: triton, static_configs: [{targets: [localhost:8002]}], sample_limt: 10}
 storage:
   retention: {raw: 0s}
-remote_write: []
+remote_write: [{url: "http://x/api/v1/write", max_disk_bytes: 0}]
 rule_packs: [vllm, vllm]
 `
 	_, err := Load([]byte(data), "box.yml")
@@ -154,7 +157,7 @@ rule_packs: [vllm, vllm]
 		`box.yml:10: scrape timeout greater than scrape interval for scrape config with job name "tgi"`,
 		`box.yml:13: unknown field "sample_limt"`,
 		`box.yml:15: retention raw must be greater than 0`,
-		`box.yml:16: remote_write: not supported by this version yet`,
+		`box.yml:16: remote_write http://x/api/v1/write: max_disk_bytes must be greater than 0`,
 		`box.yml:17: rule pack "vllm" is listed twice`,
 	}, errorStrings(flattenErrors(err)))
 }

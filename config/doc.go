@@ -42,9 +42,8 @@
 // autodetect (collectors.go), slos and reports (slo.go) are defined in
 // their own files. Whether an SLO's threshold is a bucket bound of its
 // histogram needs the data, so package slo checks it (appliance check
-// calls it). The section remote_write belongs to a later version and is
-// refused ("remote_write: not supported by this version yet") rather than
-// ignored, so nobody trusts a feature that does not run.
+// calls it). remote_write entries are Prometheus' own type plus
+// max_disk_bytes, the bound of each remote's on-disk queue (remote_write.go).
 //
 // Scrape configs are Prometheus' own type (promconfig.ScrapeConfig) and get
 // the global defaults exactly as in Prometheus' Config.UnmarshalYAML:

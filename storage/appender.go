@@ -105,6 +105,9 @@ type appender struct {
 	minT, maxT int64
 	wall       time.Time
 
+	// batch hands the commit to the CommitSink without allocating.
+	batch CommitBatch
+
 	meta                []metaUpdate
 	lastFamily          string
 	lastMeta            metadata.Metadata
@@ -237,13 +240,17 @@ func (a *appender) Commit() (err error) {
 	rawLo := now - db.opts.RetentionRaw.Milliseconds()
 	minT, maxT := int64(math.MaxInt64), int64(math.MinInt64)
 	rows, refs := a.rows[:0], a.refs[:0]
-	var old []vmstorage.MetricRow
+	var (
+		old     []vmstorage.MetricRow
+		oldRefs []uint64
+	)
 	for i, r := range a.rows {
 		if r.Timestamp < lo || r.Timestamp > hi {
 			continue
 		}
 		if r.Timestamp < rawLo {
 			old = append(old, r)
+			oldRefs = append(oldRefs, a.refs[i])
 			continue
 		}
 		minT, maxT = min(minT, r.Timestamp), max(maxT, r.Timestamp)
@@ -253,6 +260,10 @@ func (a *appender) Commit() (err error) {
 	if n := len(a.rows) - len(rows) - len(old); n > 0 {
 		db.metrics.appendErrors(reasonOutOfBounds, n)
 	}
+	// Remote write out gets what is stored, before it is stored: a
+	// failure below is the local disk's, not the remote's.
+	db.teeCommit(a, rows, refs)
+	db.teeCommit(a, old, oldRefs)
 	if len(old) > 0 {
 		if err := db.rollupOld(old); err != nil {
 			db.metrics.appendErrors(reasonWrite, len(old))

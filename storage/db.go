@@ -167,6 +167,8 @@ type DB struct {
 	// head holds the committed samples VictoriaMetrics may not show yet;
 	// raw reads merge it in (head.go). Commit feeds it, Flush trims it.
 	head *head
+	// sink receives every commit (SetCommitSink); nil when none.
+	sink atomic.Pointer[CommitSink]
 
 	// closeMu is held for reading by every operation that touches vm, and
 	// for writing by Close, so that nothing reaches a closed VM storage

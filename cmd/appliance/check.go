@@ -12,6 +12,7 @@ import (
 	"github.com/aiserve/appliance/config"
 	"github.com/aiserve/appliance/notify/message"
 	"github.com/aiserve/appliance/query"
+	"github.com/aiserve/appliance/remotewrite"
 	"github.com/aiserve/appliance/rules"
 	"github.com/aiserve/appliance/rules/rulefile"
 )
@@ -144,6 +145,10 @@ func stageErrors(cfg *config.Config) []error {
 	// The remote_read clients build as the query stage builds them.
 	if _, err := query.NewRemoteRead(nil).Prepare(cfg.RemoteRead, cfg.Global.ExternalLabels); err != nil {
 		errs = append(errs, cfg.ErrorAt(cfg.KeyLine("remote_read"), err.Error()))
+	}
+	// The remote_write clients build as the remote write stage builds them.
+	if _, err := remotewrite.New(remotewrite.Options{}).Prepare(cfg.RemoteWrite, cfg.Global.ExternalLabels); err != nil {
+		errs = append(errs, cfg.ErrorAt(cfg.KeyLine("remote_write"), err.Error()))
 	}
 	errs = append(errs, sloBoundErrors(cfg, "")...)
 	return errs

@@ -8,6 +8,9 @@ package main
 // Parts, in the order they are built (each takes what is above it):
 //
 //	storage      raw/1m/5m tiers and the bbolt state file
+//	remote write a durable queue per remote_write entry under
+//	             <data>/remote_write/; every Commit of the storage is
+//	             also written to them (storage.CommitSink)
 //	query        the PromQL engine over the tiers
 //	downsample   rolls raw data up into the 1m and 5m tiers
 //	notify       routes alerts to receivers through the bbolt outbox
@@ -33,7 +36,10 @@ package main
 //	   whatever is not accepted stays in the outbox for the next start
 //	5. downsample
 //	6. web: queries are answered until here
-//	7. storage closes, after every part has returned, and flushes to disk
+//	7. remote write: the senders stop (a request in flight is sent again
+//	   at the next start); every sample is in the queues on disk already
+//	8. the queues close, then storage closes, after every part has
+//	   returned, and flushes to disk
 
 import (
 	"context"
@@ -42,6 +48,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -62,6 +69,7 @@ import (
 	"github.com/aiserve/appliance/notify"
 	"github.com/aiserve/appliance/pipeline"
 	"github.com/aiserve/appliance/query"
+	"github.com/aiserve/appliance/remotewrite"
 	"github.com/aiserve/appliance/rules"
 	"github.com/aiserve/appliance/scrape"
 	"github.com/aiserve/appliance/storage"
@@ -83,6 +91,7 @@ type appliance struct {
 
 	// The parts, in the order they are built.
 	db          *storage.DB
+	remoteWrite *remotewrite.Manager
 	remoteRead  *query.RemoteRead
 	engine      *query.Engine
 	downsampler *downsample.Downsampler
@@ -169,6 +178,28 @@ func newAppliance(cfg *config.Config, f runFlags, logger *slog.Logger) (_ *appli
 	defer func() {
 		if err != nil {
 			_ = a.db.Close()
+		}
+	}()
+
+	// remote write: the queues open now, so that the first sample stored
+	// is queued; the senders start with run.
+	a.remoteWrite = remotewrite.New(remotewrite.Options{
+		Dir:        filepath.Join(cfg.Storage.Path, "remote_write"),
+		Logger:     logger.With("component", "remotewrite"),
+		Registerer: a.reg, // Prometheus' names: prometheus_remote_storage_*
+	})
+	rwNext, err := a.remoteWrite.Prepare(cfg.RemoteWrite, cfg.Global.ExternalLabels)
+	if err != nil {
+		return nil, err
+	}
+	if err := a.remoteWrite.Apply(rwNext); err != nil {
+		return nil, fmt.Errorf("remote write: %w", err)
+	}
+	a.db.SetCommitSink(a.remoteWrite)
+	defer func() {
+		if err != nil {
+			a.db.SetCommitSink(nil)
+			_ = a.remoteWrite.Close()
 		}
 	}()
 
@@ -416,6 +447,10 @@ func (a *appliance) run() error {
 		a.addPart(&g, x.name, x.run)
 	}
 
+	// 7. Remote write, after every writer: the senders stop; what they
+	// had not sent is in the queues (written at Commit) for the next start.
+	a.addPart(&g, "remote write", a.remoteWrite.Run)
+
 	cfg := a.cfg.Load()
 	a.logger.Info("appliance started", "version", version, "listen", a.web.Addr().String(),
 		"data", cfg.Storage.Path, "config", a.flags.config, "scrape_jobs", len(cfg.ScrapeConfigs))
@@ -423,8 +458,12 @@ func (a *appliance) run() error {
 	err := g.Run()
 	a.web.SetReady(false)
 
-	// 7. Storage, last: every part that writes has returned (g.Run waits
-	// for every actor). Closing flushes it to disk.
+	// 8. The queues, then the storage, last: every part that writes has
+	// returned (g.Run waits for every actor). Closing flushes it to disk.
+	a.db.SetCommitSink(nil)
+	if cerr := a.remoteWrite.Close(); cerr != nil {
+		err = errors.Join(err, fmt.Errorf("close remote write queues: %w", cerr))
+	}
 	start := time.Now()
 	if cerr := a.db.Close(); cerr != nil {
 		err = errors.Join(err, fmt.Errorf("close storage: %w", cerr))
@@ -502,6 +541,10 @@ func (a *appliance) reload() error {
 	if err != nil {
 		errs = append(errs, fmt.Errorf("query: %w", err))
 	}
+	remoteWriteNext, err := a.remoteWrite.Prepare(cfg.RemoteWrite, cfg.Global.ExternalLabels)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("remote write: %w", err))
+	}
 	var webNext *ui.WebNext
 	if ws, err := webSettings(cfg.Web); err != nil {
 		errs = append(errs, fmt.Errorf("web: %w", err))
@@ -525,6 +568,9 @@ func (a *appliance) reload() error {
 	}
 	if err := a.scraper.Apply(scrapeNext); err != nil {
 		return fail(fmt.Errorf("scrape: apply: %w", err))
+	}
+	if err := a.remoteWrite.Apply(remoteWriteNext); err != nil {
+		return fail(fmt.Errorf("remote write: apply: %w", err))
 	}
 	a.inputs.apply(cfg, probesNext, a.logger)
 	a.exemplars.Resize(cfg.Storage.Exemplars.MaxExemplars)
