@@ -51,7 +51,7 @@ func controlDemo(t *testing.T, instance, body string) {
 // TestExplainScenarios runs `appliance demo` and makes one instance's
 // queue grow ({"queue": 23}) and another's decode slow ({"decode_slow":
 // 4}). For each, the test waits until the instance's e2e P95 (rate over
-// 1 m, as the dashboard draws it) is 1.5× its level of the two minutes
+// 1 m, as the dashboard draws it) is 2× its level of the two minutes
 // before (the mean of the P95 series), then asks the
 // explain API once, at that moment (the first evaluation after the rise
 // is visible): it must name the phase that grew
@@ -110,11 +110,17 @@ func TestExplainScenarios(t *testing.T) {
 		base := level(instance)
 		require.False(t, math.IsNaN(base), "baseline P95 of %s", instance)
 		// Before the control the demo's own load spikes may show as a
-		// rise; the answer is logged, not checked.
+		// rise; the answer is logged, not checked. A spike in progress
+		// (up to about 1.4× the level) would pass for the control's rise,
+		// so the control waits for the P95 to be back near its level,
+		// and the rise it waits for is 2× (the controls give about 3×).
 		explainNow(instance)
+		eventually(t, 2*time.Minute, "the P95 of "+instance+" near its level", func() bool {
+			return p95(instance) <= 1.2*base
+		})
 		controlDemo(t, instance, control)
 		eventually(t, 2*time.Minute, "the P95 rise visible on "+instance, func() bool {
-			return p95(instance) >= 1.5*base
+			return p95(instance) >= 2*base
 		})
 		// The first evaluation after the rise is visible must report it:
 		// explain's P95 series ends at its now to the millisecond, so it
