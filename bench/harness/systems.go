@@ -15,6 +15,7 @@ import (
 const (
 	PrometheusVersion      = "v0.316.0"
 	VictoriaMetricsVersion = "v1.151.0"
+	AlertmanagerVersion    = "v0.28.1"
 )
 
 // System is a system under test as the scraping benchmarks run it: a
@@ -82,6 +83,24 @@ var VictoriaMetrics = System{
 		}
 	},
 	ReadyPath: "/health",
+}
+
+// Alertmanager receives Prometheus' alerts in the benchmarks that time
+// notifications; clustering is off (a single instance), so it sends as
+// soon as its route allows instead of waiting for gossip to settle.
+var Alertmanager = System{
+	Name:  "alertmanager",
+	Title: "Alertmanager " + AlertmanagerVersion,
+	Build: goInstall("github.com/prometheus/alertmanager/cmd/alertmanager", AlertmanagerVersion),
+	Args: func(config, dataDir, addr string) []string {
+		return []string{
+			"--config.file=" + config,
+			"--storage.path=" + dataDir,
+			"--web.listen-address=" + addr,
+			"--cluster.listen-address=",
+		}
+	},
+	ReadyPath: "/-/ready",
 }
 
 // Appliance is built from ./cmd/appliance of this module into
