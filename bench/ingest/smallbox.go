@@ -35,6 +35,8 @@ const (
 	// each, with the DCGM exporter and the host: about 3,000 series.
 	smallBoxInstances = 3
 	smallBoxModels    = 2
+	// smallBoxProfile is the appliance's CPU profile after its window.
+	smallBoxProfile = 45 * time.Second
 )
 
 // smallBoxPacks are the rule packs both sides evaluate.
@@ -45,6 +47,7 @@ type proc struct {
 	name           string
 	cpu            time.Duration // in the window
 	peakRSS        uint64        // VmHWM at the end
+	rss            uint64        // VmRSS at the end
 	seriesInMemory float64       // the process's own head/active series count, 0 where none
 }
 
@@ -56,12 +59,13 @@ type side struct {
 	err    error
 }
 
-func (s *side) total() (cpu time.Duration, rss uint64) {
+func (s *side) total() (cpu time.Duration, rss, end uint64) {
 	for _, p := range s.procs {
 		cpu += p.cpu
 		rss += p.peakRSS
+		end += p.rss
 	}
-	return cpu, rss
+	return cpu, rss, end
 }
 
 // runSmallBox builds everything, then measures the appliance and the stack
@@ -92,8 +96,18 @@ func runSmallBox(ctx context.Context, o options) error {
 		return fmt.Errorf("read the DCGM fixture: %w", err)
 	}
 
+	// -only picks the sides: appliance, and prometheus for the stack.
+	var names []string
+	for _, sys := range o.only {
+		switch sys.Name {
+		case harness.Appliance.Name:
+			names = append(names, "appliance")
+		case harness.Prometheus.Name:
+			names = append(names, "stack")
+		}
+	}
 	var sides []*side
-	for _, name := range []string{"appliance", "stack"} {
+	for _, name := range names {
 		s := measureSide(ctx, name, bins, dcgm, run.Dir, o)
 		if s.err != nil {
 			log.Printf("%s: %v", name, s.err)
@@ -166,10 +180,11 @@ func measureSideInto(ctx context.Context, s *side, bins map[string]string, dcgm 
 	}
 	var procs []launched
 	defer func() {
-		// Stop in reverse order of start.
+		// Stop in reverse order of start. The exporters do not catch
+		// SIGTERM and exit by it: logged, not a failure.
 		for i := len(procs) - 1; i >= 0; i-- {
-			if stopErr := procs[i].srv.Stop(harness.StopGrace); err == nil && stopErr != nil {
-				err = stopErr
+			if stopErr := procs[i].srv.Stop(harness.StopGrace); stopErr != nil {
+				log.Printf("%s: %s: stop: %v", s.title, procs[i].name, stopErr)
 			}
 		}
 	}()
@@ -278,13 +293,21 @@ func measureSideInto(ctx context.Context, s *side, bins map[string]string, dcgm 
 		if err != nil {
 			return err
 		}
-		pr := proc{name: p.name, cpu: st.CPU - stats0[i].CPU, peakRSS: st.PeakRSS}
+		pr := proc{name: p.name, cpu: st.CPU - stats0[i].CPU, peakRSS: st.PeakRSS, rss: st.RSS}
 		switch p.name {
 		case harness.Appliance.Name:
-			pr.seriesInMemory, _ = harness.SumMetric(ctx, client, p.srv.URL+"/metrics", "appliance_storage_head_series")
-			if err := saveHeapProfile(ctx, client, p.srv.URL, filepath.Join(dir, "appliance.heap.pprof")); err != nil {
+			pr.seriesInMemory, _ = harness.SumMetric(ctx, client, p.srv.URL+"/metrics", "appliance_storage_active_series")
+			if err := saveProfile(ctx, client, p.srv.URL+"/debug/pprof/heap", filepath.Join(dir, "appliance.heap.pprof")); err != nil {
 				log.Printf("appliance: heap profile: %v", err)
 			}
+			// After the window, so that profiling is not in its CPU.
+			defer func() {
+				log.Printf("appliance: CPU profile for %s", smallBoxProfile)
+				if err := saveProfile(ctx, client, fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", p.srv.URL, int(smallBoxProfile.Seconds())),
+					filepath.Join(dir, "appliance.cpu.pprof")); err != nil {
+					log.Printf("appliance: CPU profile: %v", err)
+				}
+			}()
 		case harness.Prometheus.Name:
 			pr.seriesInMemory, _ = harness.SumMetric(ctx, client, p.srv.URL+"/metrics", "prometheus_tsdb_head_series")
 		}
@@ -301,10 +324,10 @@ func readAlive(srv *harness.Server) (harness.ProcStats, error) {
 	return harness.ReadProcStats(srv.Pid())
 }
 
-// saveHeapProfile writes the process's /debug/pprof/heap to path, for
-// `go tool pprof` (where the memory goes).
-func saveHeapProfile(ctx context.Context, client *http.Client, base, path string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/debug/pprof/heap", nil)
+// saveProfile writes a /debug/pprof answer to path, for `go tool pprof`
+// (where the memory and the CPU go).
+func saveProfile(ctx context.Context, client *http.Client, url, path string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return err
 	}
@@ -345,12 +368,12 @@ func smallBoxReport(sides []*side, o options, started time.Time, load0, load1 st
 		"Load average (1m 5m 15m): %s at the start, %s at the end. Machine: %s.\n\n",
 		smallBoxInstances, smallBoxModels, smallBoxInterval, strings.Join(smallBoxPacks, ", "), o.warmup, o.duration,
 		load0, load1, harness.ReadMachine())
-	t := harness.Table{Header: []string{"process", "peak RSS", "CPU (share of one core)", "series in memory"}}
+	t := harness.Table{Header: []string{"process", "peak RSS", "RSS at the end", "CPU (share of one core)", "series in memory"}}
 	var appRSS, promRSS, stackRSS uint64
 	var appCPU, promCPU, stackCPU float64
 	for _, s := range sides {
 		if s.window <= 0 {
-			t.AddRow(s.title+": "+errText(s.err), "–", "–", "–")
+			t.AddRow(s.title+": "+errText(s.err), "–", "–", "–", "–")
 			continue
 		}
 		for _, p := range s.procs {
@@ -359,7 +382,7 @@ func smallBoxReport(sides []*side, o options, started time.Time, load0, load1 st
 			if p.seriesInMemory > 0 {
 				series = fmt.Sprintf("%.0f", p.seriesInMemory)
 			}
-			t.AddRow(p.name, harness.Bytes(float64(p.peakRSS)), fmt.Sprintf("%.2f %%", 100*share), series)
+			t.AddRow(p.name, harness.Bytes(float64(p.peakRSS)), harness.Bytes(float64(p.rss)), fmt.Sprintf("%.2f %%", 100*share), series)
 			switch p.name {
 			case harness.Appliance.Name:
 				appRSS, appCPU = p.peakRSS, share
@@ -368,9 +391,9 @@ func smallBoxReport(sides []*side, o options, started time.Time, load0, load1 st
 			}
 		}
 		if s.title == "stack" {
-			cpu, rss := s.total()
+			cpu, rss, end := s.total()
 			stackRSS, stackCPU = rss, cpu.Seconds()/s.window.Seconds()
-			t.AddRow("**stack total**", harness.Bytes(float64(rss)), fmt.Sprintf("%.2f %%", 100*stackCPU), "")
+			t.AddRow("**stack total**", harness.Bytes(float64(rss)), harness.Bytes(float64(end)), fmt.Sprintf("%.2f %%", 100*stackCPU), "")
 		}
 	}
 	b.WriteString(t.Markdown())
@@ -386,7 +409,8 @@ func smallBoxReport(sides []*side, o options, started time.Time, load0, load1 st
 		}
 	}
 	b.WriteString("\nPeak RSS is VmHWM at the end of the window; CPU is utime+stime over the window. " +
-		"The appliance's heap profile at the end is `appliance/appliance.heap.pprof` in the run dir.\n")
+		"The appliance's heap profile at the end of the window and a CPU profile of the next " + smallBoxProfile.String() +
+		" are `appliance/appliance.heap.pprof` and `appliance/appliance.cpu.pprof` in the run dir.\n")
 	return b.String()
 }
 
