@@ -347,10 +347,10 @@ func (n *Notifier) route(fp model.Fingerprint, a *alert, now time.Time) {
 
 // Run calls Tick every TickInterval until ctx ends, and at once when a new
 // group has group_wait 0s; the first tick at once resumes what the outbox
-// held at the last stop. When ctx ends, the
-// delivery in flight may finish and one last Tick dispatches what became
-// due, both within DrainTimeout; a receiver that is slow or down is cut off
-// then, and its message stays in the outbox (bbolt) for the next start.
+// held at the last stop. When ctx ends, the delivery in flight may finish
+// and one last Tick dispatches what became due, both within DrainTimeout;
+// a receiver that is slow or down is cut off then, and its message stays
+// in the outbox (bbolt) for the next start.
 func (n *Notifier) Run(ctx context.Context) error {
 	// Deliveries run under their own context, which outlives ctx by the
 	// drain.
@@ -374,9 +374,8 @@ func (n *Notifier) Run(ctx context.Context) error {
 				return
 			case <-t.C:
 			case <-n.wake:
-				// A group is due before the next tick (group_wait
-				// shorter than TickInterval): flush it now rather
-				// than up to a tick late.
+				// A new group with group_wait 0s: flush it now
+				// rather than up to a tick late.
 			}
 		}
 	}()
