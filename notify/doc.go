@@ -36,7 +36,9 @@
 //
 // Nothing here reads the wall clock: Options.Now is the clock, and Tick
 // does all the work that is due at that time. Run calls Tick every
-// Options.TickInterval; tests call Tick after moving their clock.
+// Options.TickInterval, and at once when a new group has group_wait 0s
+// (so such an alert is not held up to a tick); tests call Tick after
+// moving their clock.
 //
 // # Scale
 //

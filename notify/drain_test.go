@@ -83,3 +83,45 @@ func TestRunDrainsAtShutdown(t *testing.T) {
 		})
 	}
 }
+
+// TestRunSendsGroupWaitZeroAtOnce: a new group with group_wait 0s is sent
+// by Run without waiting for the next tick (here an hour away).
+func TestRunSendsGroupWaitZeroAtOnce(t *testing.T) {
+	clock := clock.NewFake(t0)
+	h := newHook(t, clock)
+	cfg := loadAlerting(t, `
+alerting:
+  route: {receiver: h, group_by: [alertname], group_wait: 0s}
+  receivers:
+    - name: h
+      webhook_configs: [{url: "{{HOOK:h}}"}]
+`, map[string]*hook{"h": h})
+	e := newEnv(t, clock, cfg)
+	e.n.opts.TickInterval = time.Hour
+	sent := func(name string) func() bool {
+		return func() bool {
+			for _, r := range h.all() {
+				for _, n := range names(r.payload) {
+					if n == name+":firing" {
+						return true
+					}
+				}
+			}
+			return false
+		}
+	}
+	e.fire(t0.Add(time.Hour), "alertname", "First")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- e.n.Run(ctx) }()
+	defer func() {
+		cancel()
+		require.NoError(t, <-done)
+	}()
+	// The first tick, at once, sends what was there before Run.
+	require.Eventually(t, sent("First"), 30*time.Second, 10*time.Millisecond)
+	// A new group after it: sent on a wake, not an hour later.
+	e.fire(t0.Add(time.Hour), "alertname", "Second")
+	require.Eventually(t, sent("Second"), 30*time.Second, 10*time.Millisecond)
+}

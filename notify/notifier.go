@@ -97,6 +97,9 @@ type Notifier struct {
 	nextDigest  time.Time
 	lastNflogGC time.Time
 
+	// wake makes Run tick before its next TickInterval: a new group
+	// with group_wait 0s signals it, so it is sent at once.
+	wake chan struct{}
 	// tickMu serialises ticks.
 	tickMu sync.Mutex
 	// deliverMu serialises deliveries: one message is never sent by two
@@ -152,6 +155,7 @@ func New(opts Options) (*Notifier, error) {
 	n := &Notifier{
 		opts: opts, db: opts.DB, now: opts.Now, log: opts.Logger,
 		alerts: map[model.Fingerprint]*alert{}, groups: map[string]*aggGroup{}, warned: map[string]bool{},
+		wake: make(chan struct{}, 1),
 	}
 	n.started = n.now()
 	err := n.db.Update(func(tx *bolt.Tx) error {
@@ -333,16 +337,20 @@ func (n *Notifier) route(fp model.Fingerprint, a *alert, now time.Time) {
 		if g == nil {
 			g = &aggGroup{key: key, route: r, labels: gl, fps: map[model.Fingerprint]bool{}, next: now.Add(r.groupWait)}
 			n.groups[key] = g
+			if r.groupWait <= 0 {
+				n.wakeRun()
+			}
 		}
 		g.fps[fp] = true
 	}
 }
 
-// Run calls Tick every TickInterval until ctx ends; the first tick at once
-// resumes what the outbox held at the last stop. When ctx ends, the
-// delivery in flight may finish and one last Tick dispatches what became
-// due, both within DrainTimeout; a receiver that is slow or down is cut off
-// then, and its message stays in the outbox (bbolt) for the next start.
+// Run calls Tick every TickInterval until ctx ends, and at once when a new
+// group has group_wait 0s; the first tick at once resumes what the outbox
+// held at the last stop. When ctx ends, the delivery in flight may finish
+// and one last Tick dispatches what became due, both within DrainTimeout;
+// a receiver that is slow or down is cut off then, and its message stays
+// in the outbox (bbolt) for the next start.
 func (n *Notifier) Run(ctx context.Context) error {
 	// Deliveries run under their own context, which outlives ctx by the
 	// drain.
@@ -365,6 +373,9 @@ func (n *Notifier) Run(ctx context.Context) error {
 			case <-ctx.Done():
 				return
 			case <-t.C:
+			case <-n.wake:
+				// A new group with group_wait 0s: flush it now
+				// rather than up to a tick late.
 			}
 		}
 	}()
@@ -376,6 +387,15 @@ func (n *Notifier) Run(ctx context.Context) error {
 		n.tickLogged(dctx) // the last dispatch
 	}
 	return nil
+}
+
+// wakeRun asks Run for a tick now; it never blocks (one pending wake is
+// enough: the tick flushes every group that is due).
+func (n *Notifier) wakeRun() {
+	select {
+	case n.wake <- struct{}{}:
+	default:
+	}
 }
 
 func (n *Notifier) tickLogged(ctx context.Context) {

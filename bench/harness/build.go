@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"strings"
 )
 
 // GoInstall makes sure binDir holds the command pkg built at module version
@@ -47,6 +48,47 @@ func GoInstall(ctx context.Context, binDir, pkg, version string, log io.Writer) 
 		return "", err
 	} else if !ok {
 		return "", fmt.Errorf("go install %s@%s did not write %s with that version", pkg, version, bin)
+	}
+	return bin, nil
+}
+
+// GoBuildInModule is [GoInstall] for a command whose module is the
+// package itself (pkg is the module path) when `go install pkg@version`
+// cannot run: it builds pkg in a throwaway module that requires
+// pkg@version, with `go get` and `go build`, into binDir. The binary is
+// kept if its build info lists pkg at version as a dependency.
+func GoBuildInModule(ctx context.Context, binDir, pkg, version string, log io.Writer) (string, error) {
+	bin := filepath.Join(binDir, path.Base(pkg))
+	if info, err := buildinfo.ReadFile(bin); err == nil {
+		for _, d := range info.Deps {
+			if d.Path == pkg && d.Version == version {
+				return bin, nil
+			}
+		}
+	}
+	abs, err := filepath.Abs(bin)
+	if err != nil {
+		return "", fmt.Errorf("resolve bin dir %q: %w", binDir, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
+		return "", fmt.Errorf("create bin dir: %w", err)
+	}
+	mod, err := os.MkdirTemp("", "gobuild-")
+	if err != nil {
+		return "", fmt.Errorf("create build module: %w", err)
+	}
+	defer os.RemoveAll(mod)
+	if err := os.WriteFile(filepath.Join(mod, "go.mod"), []byte("module gobuild\n\ngo 1.24\n"), 0o644); err != nil {
+		return "", fmt.Errorf("write build module: %w", err)
+	}
+	for _, args := range [][]string{{"get", pkg + "@" + version}, {"build", "-o", abs, pkg}} {
+		cmd := exec.CommandContext(ctx, "go", args...)
+		cmd.Dir = mod
+		cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
+		cmd.Stdout, cmd.Stderr = log, log
+		if err := cmd.Run(); err != nil {
+			return "", fmt.Errorf("go %s: %w", strings.Join(args, " "), err)
+		}
 	}
 	return bin, nil
 }

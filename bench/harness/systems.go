@@ -15,6 +15,11 @@ import (
 const (
 	PrometheusVersion      = "v0.316.0"
 	VictoriaMetricsVersion = "v1.151.0"
+	AlertmanagerVersion    = "v0.28.1"
+	// The exporters of the stack a user would run instead of the
+	// appliance on one box (bench/ingest -small-box).
+	NodeExporterVersion     = "v1.9.1"
+	BlackboxExporterVersion = "v0.28.0"
 )
 
 // System is a system under test as the scraping benchmarks run it: a
@@ -82,6 +87,52 @@ var VictoriaMetrics = System{
 		}
 	},
 	ReadyPath: "/health",
+}
+
+// Alertmanager receives Prometheus' alerts in the benchmarks that time
+// notifications; clustering is off (a single instance), so it sends as
+// soon as its route allows instead of waiting for gossip to settle.
+var Alertmanager = System{
+	Name:  "alertmanager",
+	Title: "Alertmanager " + AlertmanagerVersion,
+	Build: goInstall("github.com/prometheus/alertmanager/cmd/alertmanager", AlertmanagerVersion),
+	Args: func(config, dataDir, addr string) []string {
+		return []string{
+			"--config.file=" + config,
+			"--storage.path=" + dataDir,
+			"--web.listen-address=" + addr,
+			"--cluster.listen-address=",
+		}
+	},
+	ReadyPath: "/-/ready",
+}
+
+// NodeExporter serves the host's readings; the appliance reads the same
+// from /proc and /sys itself (collectors).
+var NodeExporter = System{
+	Name:  "node_exporter",
+	Title: "node_exporter " + NodeExporterVersion,
+	Build: goInstall("github.com/prometheus/node_exporter", NodeExporterVersion),
+	Args: func(_, _, addr string) []string {
+		return []string{"--web.listen-address=" + addr}
+	},
+	ReadyPath: "/metrics",
+}
+
+// BlackboxExporter runs Prometheus' probes; the appliance has its own.
+// The module proxy refuses the module's version list, which `go install
+// pkg@version` reads (for deprecations), so it is built with
+// [GoBuildInModule].
+var BlackboxExporter = System{
+	Name:  "blackbox_exporter",
+	Title: "blackbox_exporter " + BlackboxExporterVersion,
+	Build: func(ctx context.Context, _, binDir string, log io.Writer) (string, error) {
+		return GoBuildInModule(ctx, binDir, "github.com/prometheus/blackbox_exporter", BlackboxExporterVersion, log)
+	},
+	Args: func(config, _, addr string) []string {
+		return []string{"--config.file=" + config, "--web.listen-address=" + addr}
+	},
+	ReadyPath: "/-/ready",
 }
 
 // Appliance is built from ./cmd/appliance of this module into

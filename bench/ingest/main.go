@@ -9,6 +9,7 @@
 //	go run ./bench/ingest -short                  # about 2.5 min per system
 //	go run ./bench/ingest                         # 2 min warm-up + 10 min per system
 //	go run ./bench/ingest -only=prometheus,appliance -duration=5m
+//	go run ./bench/ingest -small-box -warmup=2m -duration=5m   # one GPU box, beside the stack a user would run
 //
 // The anchors are built once into bench/.bin with `go install` from the Go
 // module proxy (Prometheus takes about 5 minutes on 2 cores); the appliance
@@ -41,6 +42,7 @@ type options struct {
 	only         []system
 	keepData     bool
 	interval     time.Duration
+	smallBox     bool // the single GPU box run instead (smallbox.go)
 }
 
 func parseFlags() (options, error) {
@@ -53,6 +55,7 @@ func parseFlags() (options, error) {
 	flag.IntVar(&o.queries, "queries", 10, "timed repeats of the range query; the median is reported")
 	flag.Int64Var(&o.seed, "seed", 1, "fleet random seed; every system sees the same fleet")
 	flag.BoolVar(&o.keepData, "keep-data", false, "keep each system's data directory under bench/out after measuring it")
+	flag.BoolVar(&o.smallBox, "small-box", false, "instead: one GPU box (about 3k series at 15 s, rule packs, probes, local readings), the appliance beside Prometheus + Alertmanager + blackbox_exporter + node_exporter")
 	only, err := harness.DefineSystemFlags(flag.CommandLine, systems, "duration=2m", "warmup=30s").Parse(os.Args[1:])
 	if err != nil {
 		return o, err
@@ -65,6 +68,9 @@ func parseFlags() (options, error) {
 }
 
 func bench(ctx context.Context, o options) error {
+	if o.smallBox {
+		return runSmallBox(ctx, o)
+	}
 	run, err := harness.NewRunDir(".", "ingest", time.Now())
 	if err != nil {
 		return err

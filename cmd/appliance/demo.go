@@ -92,6 +92,7 @@ func cmdDemo(args []string, stdout, stderr io.Writer) int {
 	}
 	cfg.Storage.Path = f.data
 	cfg.Web.ListenAddress = listen
+	f.gogc = applyGOGC(f.gogc, os.Getenv("GOGC"))
 	app, err := newAppliance(cfg, f, logger)
 	if err != nil {
 		logger.Error("cannot start", "err", err)

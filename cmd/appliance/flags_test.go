@@ -37,7 +37,7 @@ func TestPrometheusFlagNames(t *testing.T) {
 	fs2 := flag.NewFlagSet("run", flag.ContinueOnError)
 	g.register(fs2)
 	require.NoError(t, fs2.Parse([]string{"--config", "a.yml", "--data", "d", "--listen", ":1"}))
-	require.Equal(t, runFlags{config: "a.yml", data: "d", listen: ":1", logLevel: "info", logFormat: "text"}, g)
+	require.Equal(t, runFlags{config: "a.yml", data: "d", listen: ":1", logLevel: "info", logFormat: "text", gogc: gogcUnset}, g)
 	out.Reset()
 	fs.PrintDefaults()
 	for _, a := range prometheusFlags {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -24,6 +26,38 @@ type runFlags struct {
 	// startFresh accepts a missing or empty state.db next to existing
 	// series data (storage.Options.StartFresh).
 	startFresh bool
+	// gogc is the garbage collector's target percentage; gogcUnset
+	// (the default) takes $GOGC when set and defaultGOGC otherwise.
+	gogc int
+}
+
+// defaultGOGC is the garbage collector's target the appliance runs with
+// unless $GOGC or --gogc says otherwise. Go's default, 100, lets the heap
+// grow to twice what is live; most of what the appliance allocates is
+// short-lived (scrape pages, VictoriaMetrics' row buffers, query results),
+// so a lower target trades a little CPU for much less peak memory.
+// VictoriaMetrics runs with 30; bench/ingest -small-box measured the choice
+// (README, "Performance").
+const defaultGOGC = 50
+
+// gogcUnset is --gogc's default: not given.
+const gogcUnset = -2
+
+// applyGOGC sets the garbage collector's target from --gogc, else from
+// $GOGC (which the runtime has applied already), else defaultGOGC, and
+// returns the value in force (-1: off).
+func applyGOGC(flagValue int, env string) int {
+	switch {
+	case flagValue != gogcUnset:
+		debug.SetGCPercent(flagValue)
+		return flagValue
+	case env != "":
+		v := debug.SetGCPercent(-1)
+		debug.SetGCPercent(v)
+		return v
+	}
+	debug.SetGCPercent(defaultGOGC)
+	return defaultGOGC
 }
 
 func (f *runFlags) register(fs *flag.FlagSet) {
@@ -32,12 +66,13 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.listen, "listen", "", "HTTP listen address (overrides web.listen_address; default \":9090\")")
 	fs.StringVar(&f.logLevel, "log.level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&f.logFormat, "log.format", "text", "log format: text (logfmt: key=value pairs) or json; Prometheus' logfmt is accepted for text")
+	fs.IntVar(&f.gogc, "gogc", gogcUnset, fmt.Sprintf("garbage collector target percentage (Go's GOGC; -1 switches the collector off); default $GOGC, else %d", defaultGOGC))
 	fs.BoolVar(&f.startFresh, "storage.start-fresh", false, "start with an empty state.db (alert state, silences, notification log) when it is missing or empty next to existing series data; without it such a start is refused")
 	addPrometheusAliases(fs)
 }
 
 func (f *runFlags) flagMap() map[string]string {
-	return map[string]string{"config": f.config, "data": f.data, "listen": f.listen, "log.level": f.logLevel, "log.format": f.logFormat, "storage.start-fresh": strconv.FormatBool(f.startFresh)}
+	return map[string]string{"config": f.config, "data": f.data, "listen": f.listen, "log.level": f.logLevel, "log.format": f.logFormat, "storage.start-fresh": strconv.FormatBool(f.startFresh), "gogc": strconv.Itoa(f.gogc)}
 }
 
 func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
@@ -77,6 +112,7 @@ func cmdRun(args []string, _, stderr io.Writer) int {
 		// What the file has that the appliance maps or ignores.
 		logger.Warn("config note", "note", strings.TrimPrefix(w.Msg, "warning: "), "file", w.File, "line", w.Line)
 	}
+	f.gogc = applyGOGC(f.gogc, os.Getenv("GOGC"))
 	app, err := newAppliance(cfg, f, logger)
 	if err != nil {
 		logger.Error("cannot start", "err", err)
