@@ -42,6 +42,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/metrics"
+	"runtime/pprof"
 	"strconv"
 	"sync"
 	"time"
@@ -69,6 +70,8 @@ type options struct {
 	outage  time.Duration
 	timeout time.Duration
 	dir     string
+	cpuProf string
+	memProf string
 }
 
 func parseFlags() (options, error) {
@@ -79,6 +82,8 @@ func parseFlags() (options, error) {
 	fs.DurationVar(&o.outage, "outage", 10*time.Minute, "how long the downsampler is stopped after the burst")
 	fs.DurationVar(&o.timeout, "timeout", 90*time.Minute, "give up after this long")
 	fs.StringVar(&o.dir, "dir", "", "data directory (default: a temporary one, removed after)")
+	fs.StringVar(&o.cpuProf, "cpuprofile", "", "write a CPU profile of the whole run to this file")
+	fs.StringVar(&o.memProf, "memprofile", "", "write a heap profile to this file when the Go heap is at its highest so far (checked every second)")
 	if err := harness.ParseFlags(fs, os.Args[1:]); err != nil {
 		return o, err
 	}
@@ -118,6 +123,17 @@ func run(ctx context.Context, o options) error {
 		defer os.RemoveAll(d)
 		dir = d
 	}
+	if o.cpuProf != "" {
+		f, err := os.Create(o.cpuProf)
+		if err != nil {
+			return fmt.Errorf("cpu profile: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("cpu profile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	clk := &clock{}
 	opts := storage.DefaultOptions()
 	opts.Path = dir
@@ -134,9 +150,9 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	defer ds.Close()
-	mem := startMemory()
+	mem := startMemory(o.memProf)
 	defer mem.stop()
-	log.Printf("%d series, GOMAXPROCS %d, %d CPUs, data in %s", o.series, runtime.GOMAXPROCS(0), runtime.NumCPU(), dir)
+	log.Printf("%d series, GOMAXPROCS %d, %d CPUs, data in %s; times in brackets are the appliance's clock (it jumps over the outage)", o.series, runtime.GOMAXPROCS(0), runtime.NumCPU(), dir)
 
 	// 1. First start.
 	began := time.Now()
@@ -147,11 +163,11 @@ func run(ctx context.Context, o options) error {
 
 	// 2. The burst, in the minute that is current now.
 	minute := clk.now().Truncate(time.Minute)
-	began = time.Now()
+	began, c0 := time.Now(), cpu()
 	if err := write(ctx, db, o.series, minute); err != nil {
 		return err
 	}
-	log.Printf("burst: wrote %d series x 4 samples in minute %s in %s", o.series, minute.UTC().Format("15:04"), since(began))
+	log.Printf("burst: wrote %d series x 4 samples in minute [%s] in %s (CPU %s)", o.series, minute.UTC().Format("15:04"), since(began), cpuSince(c0))
 
 	// 3. The outage.
 	alert, err := downsamplingBehind()
@@ -172,7 +188,7 @@ func run(ctx context.Context, o options) error {
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = ds.Run(runCtx) })
 	defer func() { stopRun(); wg.Wait() }()
-	resumed := time.Now()
+	resumed, c0 := time.Now(), cpu()
 	w1, w5 := minute.Add(time.Minute), minute.Truncate(5*time.Minute).Add(5*time.Minute)
 	var at1, at5 time.Duration
 	tick := time.NewTicker(time.Second)
@@ -199,6 +215,7 @@ func run(ctx context.Context, o options) error {
 	}
 	log.Printf("catch-up: burst's 1m window rolled up %s after the downsampler resumed, its 5m window %s; alert %s (resumed at +%s)",
 		at1.Round(time.Second), at5.Round(time.Second), ev.summary(), since(resumed))
+	log.Printf("catch-up: CPU %s", cpuSince(c0))
 	r1, r5 := counter(reg, "appliance_downsample_rows_written_total", "1m"), counter(reg, "appliance_downsample_rows_written_total", "5m")
 	if want := float64(4 * o.series); r1 < want || r5 < want {
 		return fmt.Errorf("catch-up: %g rows in 1m and %g in 5m, want at least %g each (the four aggregates of every series)", r1, r5, want)
@@ -206,11 +223,12 @@ func run(ctx context.Context, o options) error {
 
 	// 5. Steady state: the next minute of the same series.
 	next := clk.now().Truncate(time.Minute)
-	began = time.Now()
+	began, c0 = time.Now(), cpu()
 	if err := write(ctx, db, o.series, next); err != nil {
 		return err
 	}
-	log.Printf("steady: wrote the next minute %s in %s", next.UTC().Format("15:04"), since(began))
+	log.Printf("steady: wrote the next minute [%s] in %s (CPU %s)", next.UTC().Format("15:04"), since(began), cpuSince(c0))
+	c0 = cpu()
 	w1, w5 = next.Add(time.Minute), next.Truncate(5*time.Minute).Add(5*time.Minute)
 	at1, at5 = 0, 0
 	for at1 == 0 || at5 == 0 {
@@ -233,8 +251,8 @@ func run(ctx context.Context, o options) error {
 			nextEval = nextEval.Add(15 * time.Second)
 		}
 	}
-	log.Printf("steady: the 1m window rolled up %s after its close, its 5m window %s after its close; alert %s",
-		at1.Round(time.Second), at5.Round(time.Second), ev.summary())
+	log.Printf("steady: the 1m window rolled up %s after its close, its 5m window %s after its close; alert %s; CPU from the write to the 5m window %s",
+		at1.Round(time.Second), at5.Round(time.Second), ev.summary(), cpuSince(c0))
 	if e := counter(reg, "appliance_downsample_errors_total", "1m") + counter(reg, "appliance_downsample_errors_total", "5m"); e != 0 {
 		return fmt.Errorf("%g rollup calls failed", e)
 	}
@@ -252,6 +270,18 @@ func run(ctx context.Context, o options) error {
 }
 
 func since(t time.Time) time.Duration { return time.Since(t).Round(100 * time.Millisecond) }
+
+// cpu is this process's CPU time so far (0 where /proc cannot say).
+func cpu() time.Duration {
+	ps, err := harness.ReadProcStats(os.Getpid())
+	if err != nil {
+		return 0
+	}
+	return ps.CPU
+}
+
+// cpuSince formats the CPU time used since c0.
+func cpuSince(c0 time.Duration) string { return (cpu() - c0).Round(100 * time.Millisecond).String() }
 
 // write appends four samples (15 s apart) of n gauge series in minute m.
 func write(ctx context.Context, db *storage.DB, n int, m time.Time) error {
@@ -387,7 +417,8 @@ func find(reg *prometheus.Registry, name, tier string) *dto.Metric {
 	return nil
 }
 
-// memory samples the Go heap every second; the goroutine is stop's.
+// memory samples the Go heap every second (and writes a heap profile at
+// its peak when asked); the goroutine is stop's.
 type memory struct {
 	mu   sync.Mutex
 	max  uint64
@@ -395,17 +426,27 @@ type memory struct {
 	wg   sync.WaitGroup
 }
 
-func startMemory() *memory {
+func startMemory(profile string) *memory {
 	m := &memory{done: make(chan struct{})}
 	m.wg.Go(func() {
 		s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
 		t := time.NewTicker(time.Second)
 		defer t.Stop()
+		var written uint64
 		for {
 			metrics.Read(s)
+			v := s[0].Value.Uint64()
 			m.mu.Lock()
-			m.max = max(m.max, s[0].Value.Uint64())
+			m.max = max(m.max, v)
 			m.mu.Unlock()
+			// A new profile at each 10% above the last one written.
+			if profile != "" && v > written+written/10 {
+				if f, err := os.Create(profile); err == nil {
+					_ = pprof.WriteHeapProfile(f)
+					f.Close()
+					written = v
+				}
+			}
 			select {
 			case <-m.done:
 				return
