@@ -300,6 +300,10 @@ func write(ctx context.Context, db *storage.DB, n int, m time.Time) error {
 			}
 		}
 		if (i+1)%batch == 0 {
+			if err := ctx.Err(); err != nil {
+				_ = app.Rollback()
+				return err
+			}
 			if err := app.Commit(); err != nil {
 				return fmt.Errorf("commit: %w", err)
 			}
