@@ -36,7 +36,12 @@
 // exceeds five windows (300s on 1m, 1500s on 5m) for 2 minutes.
 //
 // Scale: TestManySeriesInOneMinute rolls up more series in one minute than
-// the query cap allows (DOWNSAMPLE_SERIES=1500000 for 1.5 million).
+// the query cap allows (DOWNSAMPLE_SERIES=1500000 for 1.5 million), and
+// TestLagAlertFiresWhileBehindAndResolves evaluates DownsamplingBehind on
+// the self-scraped lag through an outage and the catch-up after it.
+// `go run ./bench/rollup` does the same at 1.5 million series in real time
+// and prints how long after its close each window was rolled up (see the
+// README, "Downsampled tiers").
 //
 // # Restarts
 //
