@@ -85,13 +85,13 @@ func TestBothSystemsGetTheSameRules(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, packs, cfg.RulePacks)
 			c := countRules(t, filepath.Join(dir, "synthetic.rules.yml"))
-			// The packs: vllm 8 (one rule escalates into two), targets 2,
+			// The packs: vllm 8 (one rule escalates into two), targets 3,
 			// gpu 3; and the built-in warm-up group.
-			counts[sys.Name] = [2]int{c[0] + len(packs) + 1, c[1] + 13 + 1}
+			counts[sys.Name] = [2]int{c[0] + len(packs) + 1, c[1] + 14 + 1}
 		}
 	}
 	groups := len(packs) + 1 + (syntheticRules+rulesPerGroup-1)/rulesPerGroup
-	require.Equal(t, [2]int{groups, 201}, counts["prometheus"])
+	require.Equal(t, [2]int{groups, 202}, counts["prometheus"])
 	require.Equal(t, counts["prometheus"], counts["appliance"])
 }
 
