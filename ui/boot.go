@@ -60,10 +60,10 @@ func bootRequests(path string, q url.Values) []bootRequest {
 	return out
 }
 
-// bootAnswers runs the requests through e with r's credentials; an
+// bootAnswers runs the requests through h with r's credentials; an
 // answer other than 200 is left out (the page asks for it itself and
 // shows the error as before).
-func bootAnswers(e *echo.Echo, r *http.Request, reqs []bootRequest) []bootAnswer {
+func bootAnswers(h http.Handler, r *http.Request, reqs []bootRequest) []bootAnswer {
 	var out []bootAnswer
 	for _, br := range reqs {
 		u := br.Path
@@ -82,7 +82,7 @@ func bootAnswers(e *echo.Echo, r *http.Request, reqs []bootRequest) []bootAnswer
 			}
 		}
 		rec := httptest.NewRecorder()
-		e.ServeHTTP(rec, sub)
+		h.ServeHTTP(rec, sub)
 		if rec.Code != http.StatusOK || !json.Valid(rec.Body.Bytes()) {
 			continue
 		}
