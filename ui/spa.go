@@ -15,8 +15,12 @@ import (
 // (/graph?g0.expr=...&g0.tab=1) to /explore.
 func (s *Server) mountSPA(e *echo.Echo) {
 	h := echo.WrapHandler(web.Handler())
+	page := h
+	if web.Built() {
+		page = bootPage(e, h)
+	}
 	for _, p := range web.Pages {
-		e.GET(p, h)
+		e.GET(p, page)
 	}
 	e.GET("/assets/*", h)
 	e.GET("/graph", func(c echo.Context) error {

@@ -91,3 +91,12 @@ func serve(w http.ResponseWriter, r *http.Request, fsys fs.FS, name string) {
 	}
 	_, _ = w.Write(b)
 }
+
+// Index is the built index.html, nil without a bundle.
+func Index() []byte {
+	b, err := fs.ReadFile(dist, "dist/index.html")
+	if err != nil {
+		return nil
+	}
+	return b
+}

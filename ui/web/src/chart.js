@@ -2,7 +2,7 @@
 // contract: data-panel, data-state, data-series, data-tiers.
 import { html } from "htm/preact";
 import { createContext } from "preact";
-import { useContext, useEffect, useRef, useState } from "preact/hooks";
+import { useContext, useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
 import uPlot from "uplot";
 import { api, chooseStep, combine, fmt, fmtTime, histogramQuantile, isAbort, legendFor, num, promDur, quantileCall, rateInterval, splitBinary, substitute } from "./util.js";
 
@@ -119,7 +119,9 @@ export function Panel({ id, panel, sel }) {
   const [showAll, setShowAll] = useState(false);
   const key = JSON.stringify([panel.queries, sel, ctx.rangeKey]);
   const lastKey = useRef("");
-  useEffect(() => {
+  // A layout effect: the queries go out as the panel is laid out, not a
+  // frame later after the first paint.
+  useLayoutEffect(() => {
     if (!ctx.scrapeKnown) return undefined;
     const ac = new AbortController();
     const width = box.current ? box.current.clientWidth - 20 : 600;

@@ -7,7 +7,7 @@ import { render } from "preact";
 import { useEffect, useMemo, useState } from "preact/hooks";
 import { PageCtx, rangeQuery } from "./chart.js";
 import { pageFor } from "./pages.js";
-import { api, navigate, params, parseDur, parseTime, PRESETS, withParams } from "./util.js";
+import { api, dropBoot, navigate, takeBoot, params, parseDur, parseTime, PRESETS, withParams } from "./util.js";
 
 const NAV = [["/", "Overview"], ["/model", "Model"], ["/probes", "Probes"], ["/hardware", "Hardware"], ["/targets", "Targets"], ["/alerts", "Alerts"], ["/slo", "SLOs"], ["/reports", "Reports"], ["/compare", "Compare"], ["/cardinality", "Cardinality"], ["/pipeline", "Pipelines"], ["/explore", "Explore"]];
 const REFRESH = ["off", "5s", "15s", "30s", "1m", "5m"];
@@ -41,13 +41,16 @@ function theme() {
 // useScrapeInterval reads the global scrape interval from the running
 // config (for $__rate_interval); 15s when it cannot be read.
 function useScrapeInterval() {
-  const [s, setS] = useState(null);
+  const interval = ({ data }) => {
+    const m = /scrape_interval:\s*"?([0-9a-z.]+)/.exec((data && data.yaml) || "");
+    const d = m ? parseDur(m[1]) : NaN;
+    return isNaN(d) ? 15 : d;
+  };
+  // Known at the first render when the page holds the answer (ui/boot.go).
+  const [s, setS] = useState(() => { const b = takeBoot("/api/v1/status/config"); return b ? interval(b) : null; });
   useEffect(() => {
-    api("/api/v1/status/config").then(({ data }) => {
-      const m = /scrape_interval:\s*"?([0-9a-z.]+)/.exec((data && data.yaml) || "");
-      const d = m ? parseDur(m[1]) : NaN;
-      setS(isNaN(d) ? 15 : d);
-    }).catch(() => setS(15));
+    if (s != null) return;
+    api("/api/v1/status/config").then((r) => setS(interval(r))).catch(() => setS(15));
   }, []);
   return s;
 }
@@ -218,3 +221,4 @@ function NotFound() {
 
 document.documentElement.dataset.theme = theme();
 render(html`<${App} />`, document.getElementById("app"));
+dropBoot();

@@ -3,7 +3,7 @@
 import { html } from "htm/preact";
 import { useContext, useEffect, useRef, useState } from "preact/hooks";
 import { instantQuery, PageCtx, Panel, rangeQuery, ResultChart, isHeatmap, MAX_SERIES } from "./chart.js";
-import { api, fmt, fmtAgo, fmtTime, isAbort, legendFor, navigate, num, withParams } from "./util.js";
+import { api, takeBoot, fmt, fmtAgo, fmtTime, isAbort, legendFor, navigate, num, withParams } from "./util.js";
 import { Completer } from "./complete.js";
 import { SLO_PAGES } from "./slo.js";
 import { BreakdownPanel, EXPLAIN_PAGES, ExplainPanel } from "./explain.js";
@@ -15,11 +15,16 @@ import { ThermalPanels } from "./hardware.js";
 // Disabled (enabled false), it fetches nothing and is idle.
 export function useAPI(path, qs, deps, fallback, enabled = true) {
   const ctx = useContext(PageCtx);
-  const [st, setSt] = useState({ state: "loading" });
+  // The first answer may already be in the page (ui/boot.go): then the
+  // first render has it and the first effect fetches nothing.
+  const [boot] = useState(() => (enabled ? takeBoot(path, qs || undefined) : null));
+  const [st, setSt] = useState(boot ? { state: "ready", ...boot } : { state: "loading" });
   const key = JSON.stringify([path, qs, deps, enabled]);
-  const last = useRef("");
+  const last = useRef(boot ? key : "");
+  const skip = useRef(!!boot);
   useEffect(() => {
     last.current = key;
+    if (skip.current) { skip.current = false; return; }
     if (!enabled) { setSt({ state: "idle" }); return; }
     const ac = new AbortController();
     api(path, qs, { signal: ac.signal }).then(({ data, tiers }) => setSt({ state: "ready", data, tiers }))

@@ -117,9 +117,33 @@ export const num = (s) => {
 // ---- API ----
 export class APIError extends Error {}
 
+// The answers the server wrote into index.html for this page's first
+// requests (ui/boot.go): each taken once, by the first api() call for
+// the same path and parameters, in place of a fetch.
+const bootAnswers = (() => {
+  const el = typeof document !== "undefined" && document.getElementById("boot");
+  try { return el ? JSON.parse(el.textContent) : []; } catch { return []; }
+})();
+
+// takeBoot returns the server's answer to GET path?params as api()
+// does ({data, tiers}), once; null when the page holds none.
+export function takeBoot(path, params) {
+  const want = JSON.stringify(Object.entries(params || {}).filter(([, v]) => v !== undefined && v !== null).map(([k, v]) => [k, String(v)]).sort());
+  const i = bootAnswers.findIndex((b) => b.path === path && JSON.stringify(Object.entries(b.params || {}).sort()) === want);
+  if (i < 0) return null;
+  const { body, tiers } = bootAnswers.splice(i, 1)[0];
+  return { data: body && body.status === "success" && "data" in body ? body.data : body, tiers: tiers ? tiers.split(",") : (body && body.tiers) || [] };
+}
+
+// dropBoot forgets the answers the first render did not take, so that
+// no later request gets an old one.
+export function dropBoot() { bootAnswers.length = 0; }
+
 // api fetches a JSON endpoint of the appliance and returns
 // {data, tiers} (tiers from the X-Appliance-Tiers header or the body).
 export async function api(path, params, opts = {}) {
+  const boot = !opts.method && !opts.body && takeBoot(path, params);
+  if (boot) return boot;
   const qs = params ? "?" + new URLSearchParams(params).toString() : "";
   const resp = await fetch(path + qs, { signal: opts.signal, method: opts.method || "GET", headers: opts.body ? { "Content-Type": "application/json" } : undefined, body: opts.body ? JSON.stringify(opts.body) : undefined, credentials: "same-origin" });
   const text = await resp.text();
