@@ -1,0 +1,386 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"debug/buildinfo"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/golang/snappy"
+	"github.com/prometheus/prometheus/prompb"
+	"github.com/stretchr/testify/require"
+)
+
+// thanosVersion is the Thanos release the hub is tested over: Receive
+// (a hashring of two receivers, a filesystem object store) and Query.
+const thanosVersion = "v0.42.5"
+
+// thanosBinary returns Thanos thanosVersion, built from the Go module
+// proxy through the wrapper module testdata/thanos (Thanos' go.mod has
+// replace directives, which `go install pkg@version` refuses), with
+// Go 1.26.10 and the tags of Thanos' release build (netgo, slicelabels:
+// without slicelabels receive panics on its first gRPC answer). The
+// binary is cached in the user cache like externalBinary's and rebuilt
+// when its build info names another Thanos or lacks the tags. $THANOS
+// names a binary to use instead.
+func thanosBinary(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("THANOS"); p != "" {
+		return p
+	}
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		cache = os.TempDir()
+	}
+	bin := filepath.Join(cache, "appliance-e2e", "thanos-"+thanosVersion, "thanos")
+	if thanosBuilt(bin) {
+		return bin
+	}
+	wrapper, err := filepath.Abs(filepath.Join("testdata", "thanos"))
+	require.NoError(t, err)
+	require.NoError(t, os.MkdirAll(filepath.Dir(bin), 0o755))
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
+	defer cancel()
+	begin := time.Now()
+	tmp := bin + ".tmp"
+	cmd := exec.CommandContext(ctx, "go", "build", "-tags", "netgo,slicelabels", "-o", tmp, "github.com/thanos-io/thanos/cmd/thanos")
+	cmd.Dir = wrapper
+	cmd.Env = append(os.Environ(), "GOTOOLCHAIN=go1.26.10", "GOWORK=off", "GOFLAGS=-mod=readonly", "CGO_ENABLED=0")
+	var log bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &log, &log
+	if err := cmd.Run(); err != nil {
+		msg := fmt.Sprintf("cannot build thanos %s from the module proxy: %v\n%s", thanosVersion, err, log.String())
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	require.NoError(t, os.Rename(tmp, bin))
+	require.True(t, thanosBuilt(bin), "the built thanos has no build info of %s with slicelabels", thanosVersion)
+	t.Logf("thanos %s built in %s", thanosVersion, time.Since(begin).Round(time.Second))
+	return bin
+}
+
+// thanosBuilt reports whether bin is Thanos thanosVersion built with the
+// slicelabels tag.
+func thanosBuilt(bin string) bool {
+	info, err := buildinfo.ReadFile(bin)
+	if err != nil || info.Path != "github.com/thanos-io/thanos/cmd/thanos" {
+		return false
+	}
+	version := false
+	for _, d := range info.Deps {
+		if d.Path == "github.com/thanos-io/thanos" && d.Version == thanosVersion {
+			version = true
+		}
+	}
+	for _, s := range info.Settings {
+		if s.Key == "-tags" && strings.Contains(s.Value, "slicelabels") {
+			return version
+		}
+	}
+	return false
+}
+
+// thanosCluster is Thanos Receive (two receivers in one hashring) and
+// Thanos Query over both.
+type thanosCluster struct {
+	receivers []*external // their HTTP addresses: /-/ready, /api/v1/receive on rw
+	rw        []string    // remote-write addresses
+	query     *external
+}
+
+// writeURL is the remote-write endpoint of receiver i.
+func (c *thanosCluster) writeURL(i int) string { return "http://" + c.rw[i] + "/api/v1/receive" }
+
+// startThanos starts two receivers sharing a hashring (replication
+// factor 1: each series lives on the one receiver the hashring picks;
+// the other forwards it over gRPC), each with its own TSDB and a
+// filesystem object store for its blocks, and Thanos Query over both.
+// Every port is a free one: the default ports (10901, 19391 capnproto)
+// may be taken by others.
+func startThanos(t *testing.T) *thanosCluster {
+	t.Helper()
+	bin := thanosBinary(t)
+	dir := t.TempDir()
+	grpc := []string{freeAddr(t), freeAddr(t)}
+	ring, err := json.Marshal([]map[string]any{{"hashring": "default", "endpoints": grpc}})
+	require.NoError(t, err)
+	ringFile := filepath.Join(dir, "hashring.json")
+	require.NoError(t, os.WriteFile(ringFile, ring, 0o644))
+	objstore := fmt.Sprintf("type: FILESYSTEM\nconfig:\n  directory: %s\n", filepath.Join(dir, "bucket"))
+
+	c := &thanosCluster{}
+	for i := range grpc {
+		httpAddr, rw := freeAddr(t), freeAddr(t)
+		c.rw = append(c.rw, rw)
+		c.receivers = append(c.receivers, startExternal(t, bin, httpAddr, "/-/ready", "receive",
+			"--tsdb.path="+filepath.Join(dir, fmt.Sprintf("receive%d", i)),
+			"--grpc-address="+grpc[i],
+			"--http-address="+httpAddr,
+			"--remote-write.address="+rw,
+			"--receive.capnproto-address="+freeAddr(t),
+			"--receive.local-endpoint="+grpc[i],
+			"--receive.hashrings-file="+ringFile,
+			"--receive.replication-factor=1",
+			fmt.Sprintf("--label=receive_replica=\"r%d\"", i),
+			"--objstore.config="+objstore,
+		))
+	}
+	queryAddr := freeAddr(t)
+	c.query = startExternal(t, bin, queryAddr, "/-/ready", "query",
+		"--http-address="+queryAddr,
+		"--grpc-address="+freeAddr(t),
+		"--endpoint="+grpc[0],
+		"--endpoint="+grpc[1],
+		"--query.replica-label=receive_replica",
+	)
+	return c
+}
+
+// pushWrite sends one remote-write 1.0 request (prompb, snappy) to url.
+func pushWrite(url string, req *prompb.WriteRequest) error {
+	raw, err := req.Marshal()
+	if err != nil {
+		return err
+	}
+	hr, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(snappy.Encode(nil, raw)))
+	if err != nil {
+		return err
+	}
+	hr.Header.Set("Content-Encoding", "snappy")
+	hr.Header.Set("Content-Type", "application/x-protobuf")
+	hr.Header.Set("X-Prometheus-Remote-Write-Version", "0.1.0")
+	resp, err := http.DefaultClient.Do(hr)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	var body bytes.Buffer
+	_, _ = body.ReadFrom(resp.Body)
+	if resp.StatusCode >= 300 {
+		return fmt.Errorf("remote write to %s: %s: %s", url, resp.Status, body.String())
+	}
+	return nil
+}
+
+// hubLatency is the fleet-wide question the hub must answer per box.
+const hubLatency = `histogram_quantile(0.95, sum by (le, box) (rate(vllm:e2e_request_latency_seconds_bucket[1m])))`
+
+// TestHubOverThanos: three boxes' latency histograms reach Thanos
+// Receive (two receivers, one hashring); an appliance in hub mode
+// (storage.remote_query) over Thanos Query answers the fleet-wide P95
+// with one series per box, lists the boxes for the dashboard's
+// selector, narrows a query to one box with extra_label, and evaluates
+// a rule over all boxes that fires and reaches a webhook. With Thanos
+// Query down the hub answers an error naming it and stays up.
+func TestHubOverThanos(t *testing.T) {
+	begin := time.Now()
+	cluster := startThanos(t)
+	t.Logf("thanos cluster ready in %s", time.Since(begin).Round(time.Millisecond))
+
+	// The boxes' data, pushed alternately to both receivers.
+	boxes := []string{"a", "b", "c"}
+	pushBoxes(t, cluster, boxes)
+
+	hook := newWebhookSink(t)
+	dir := t.TempDir()
+	rules := filepath.Join(dir, "fleet.rules.yml")
+	require.NoError(t, os.WriteFile(rules, []byte(`groups:
+  - name: fleet
+    interval: 1s
+    rules:
+      - alert: FleetP95High
+        expr: `+hubLatency+` > 0.1
+        labels: {severity: P1}
+        annotations: {summary: "box {{ $labels.box }}: P95 {{ $value }}s"}
+`), 0o644))
+	hub := start(t, writeConfig(t, dir, fmt.Sprintf(`global: {evaluation_interval: 1s}
+storage:
+  remote_query:
+    url: http://%s
+    timeout: 20s
+rule_files: [%s]
+alerting:
+  route:
+    receiver: hook
+    group_by: [alertname]
+    group_wait: 1s
+    group_interval: 2s
+    repeat_interval: 1h
+  receivers:
+    - name: hook
+      webhook_configs:
+        - url: %s/hook
+`, cluster.query.addr, rules, hook.srv.URL)), filepath.Join(dir, "data"))
+
+	// The fleet-wide P95: one series per box, through Thanos Query.
+	var got []vectorSample
+	eventually(t, 60*time.Second, "the hub's P95 of every box", func() bool {
+		got = hub.instant(hubLatency, time.Time{})
+		return slices.Equal(sampleBoxes(got), boxes)
+	})
+	for _, s := range got {
+		require.Greater(t, value(t, s), 0.1, "box %s", s.Metric["box"])
+	}
+
+	// A range query, series and label values read Thanos too.
+	code, r := hub.get("/api/v1/query_range", url.Values{"query": {hubLatency},
+		"start": {fmt.Sprint(time.Now().Add(-2 * time.Minute).Unix())}, "end": {fmt.Sprint(time.Now().Unix())}, "step": {"15"}})
+	require.Equal(t, http.StatusOK, code, r.Error)
+	var matrix []struct {
+		Metric map[string]string `json:"metric"`
+	}
+	require.NoError(t, json.Unmarshal(rangeResult(t, r), &matrix))
+	require.Len(t, matrix, len(boxes))
+	code, r = hub.get("/api/v1/label/box/values", nil)
+	require.Equal(t, http.StatusOK, code, r.Error)
+	var vals []string
+	require.NoError(t, json.Unmarshal(r.Data, &vals))
+	require.Equal(t, boxes, vals)
+	code, r = hub.get("/api/v1/appliance/boxes", nil)
+	require.Equal(t, http.StatusOK, code, r.Error)
+	var bx struct {
+		Labels []string            `json:"labels"`
+		Values map[string][]string `json:"values"`
+	}
+	require.NoError(t, json.Unmarshal(r.Data, &bx))
+	require.Equal(t, []string{"box"}, bx.Labels)
+	require.Equal(t, boxes, bx.Values["box"])
+
+	// The box selector's extra_label narrows the same query to one box.
+	code, r = hub.get("/api/v1/query", url.Values{"query": {hubLatency}, "extra_label": {"box=b"}})
+	require.Equal(t, http.StatusOK, code, r.Error)
+	var one []vectorSample
+	require.NoError(t, json.Unmarshal(vectorResult(t, r), &one))
+	require.Equal(t, []string{"b"}, sampleBoxes(one))
+
+	// The rule over all boxes fires for each and notifies.
+	eventually(t, 90*time.Second, "a notification naming every box", func() bool {
+		seen := map[string]bool{}
+		for _, p := range hook.payloads() {
+			for _, a := range p.Alerts {
+				if a.Labels["alertname"] == "FleetP95High" && a.Status == "firing" {
+					seen[a.Labels["box"]] = true
+				}
+			}
+		}
+		return len(seen) == len(boxes)
+	})
+
+	// Thanos Query down: the hub answers an error naming it, and lives.
+	require.NoError(t, cluster.query.out.cmd.Process.Kill())
+	<-cluster.query.out.done
+	code, r = hub.get("/api/v1/query", url.Values{"query": {hubLatency}})
+	require.NotEqual(t, http.StatusOK, code)
+	require.Contains(t, r.Error, "remote_query http://"+cluster.query.addr)
+	t.Logf("with Thanos Query down: %d %s", code, r.Error)
+	code, _ = hub.get("/api/v1/status/buildinfo", nil)
+	require.Equal(t, http.StatusOK, code, "the hub is still up")
+	t.Logf("TestHubOverThanos took %s", time.Since(begin).Round(time.Millisecond))
+}
+
+// pushBoxes writes a latency histogram per box, box i to receiver i
+// mod 2: two minutes of history at once, then a sample per series every
+// second until the test ends. Box i's requests (one a second) land in
+// bucket i+1, so its P95 is within that bucket.
+func pushBoxes(t *testing.T, c *thanosCluster, boxes []string) {
+	t.Helper()
+	les := []string{"0.1", "0.25", "0.5", "1", "+Inf"}
+	base := time.Now().Add(-2 * time.Minute).Truncate(time.Second)
+	write := func(from, to time.Time) error {
+		for i, box := range boxes {
+			req := &prompb.WriteRequest{}
+			for j, le := range les {
+				ts := prompb.TimeSeries{Labels: []prompb.Label{
+					{Name: "__name__", Value: "vllm:e2e_request_latency_seconds_bucket"},
+					{Name: "box", Value: box},
+					{Name: "job", Value: "vllm"},
+					{Name: "le", Value: le},
+				}}
+				for at := from; !at.After(to); at = at.Add(time.Second) {
+					v := 0.0
+					if j >= i+1 {
+						v = at.Sub(base).Seconds()
+					}
+					ts.Samples = append(ts.Samples, prompb.Sample{Timestamp: at.UnixMilli(), Value: v})
+				}
+				req.Timeseries = append(req.Timeseries, ts)
+			}
+			if err := pushWrite(c.writeURL(i%len(c.rw)), req); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	last := time.Now().Truncate(time.Second)
+	require.NoError(t, write(base, last))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case now := <-tick.C:
+				now = now.Truncate(time.Second)
+				if !now.After(last) {
+					continue
+				}
+				if err := write(last.Add(time.Second), now); err != nil {
+					t.Errorf("push: %v", err)
+					return
+				}
+				last = now
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+}
+
+func sampleBoxes(v []vectorSample) []string {
+	var out []string
+	for _, s := range v {
+		out = append(out, s.Metric["box"])
+	}
+	slices.Sort(out)
+	return out
+}
+
+func vectorResult(t *testing.T, r apiResult) json.RawMessage {
+	t.Helper()
+	var d struct {
+		ResultType string          `json:"resultType"`
+		Result     json.RawMessage `json:"result"`
+	}
+	require.NoError(t, json.Unmarshal(r.Data, &d))
+	require.Equal(t, "vector", d.ResultType)
+	return d.Result
+}
+
+func rangeResult(t *testing.T, r apiResult) json.RawMessage {
+	t.Helper()
+	var d struct {
+		ResultType string          `json:"resultType"`
+		Result     json.RawMessage `json:"result"`
+	}
+	require.NoError(t, json.Unmarshal(r.Data, &d))
+	require.Equal(t, "matrix", d.ResultType)
+	return d.Result
+}
