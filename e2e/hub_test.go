@@ -78,7 +78,9 @@ func thanosBuilt(bin string) bool {
 	if err != nil || info.Path != "github.com/thanos-io/thanos/cmd/thanos" {
 		return false
 	}
-	version := false
+	// The module of the main package is Thanos' (the wrapper's go.mod
+	// only requires it).
+	version := info.Main.Path == "github.com/thanos-io/thanos" && info.Main.Version == thanosVersion
 	for _, d := range info.Deps {
 		if d.Path == "github.com/thanos-io/thanos" && d.Version == thanosVersion {
 			version = true
