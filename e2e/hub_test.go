@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
 	"github.com/golang/snappy"
 	"github.com/prometheus/prometheus/prompb"
 	"github.com/stretchr/testify/require"
@@ -299,6 +300,10 @@ alerting:
 		return len(seen) == len(boxes)
 	})
 
+	// The dashboard's box selector lists the boxes and narrows the
+	// page's queries to the one picked.
+	t.Run("box selector", func(t *testing.T) { hubBoxSelector(t, hub, boxes) })
+
 	// Thanos Query down: the hub answers an error naming it, and lives.
 	require.NoError(t, cluster.query.out.cmd.Process.Kill())
 	<-cluster.query.out.done
@@ -404,4 +409,68 @@ func rangeResult(t *testing.T, r apiResult) json.RawMessage {
 	require.NoError(t, json.Unmarshal(r.Data, &d))
 	require.Equal(t, "matrix", d.ResultType)
 	return d.Result
+}
+
+// hubBoxSelector opens the hub's dashboard in headless Chromium: the box
+// selector (data-testid="box", data-box-label, an option data-box per
+// box) lists every box; picking one puts extra_label=box=<value> in the
+// URL and in the page's PromQL requests.
+func hubBoxSelector(t *testing.T, hub *proc, boxes []string) {
+	chrome := chromiumPath(t)
+	base := "http://" + hub.addr
+	if !strings.Contains(httpBody(t, base+"/"), "/assets/app.js") {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("the binary was built without the dashboard bundle: run make build (npm ci + esbuild) first")
+		}
+		t.Skip("dashboard bundle not built (make web)")
+	}
+	alloc, cancel := chromedp.NewExecAllocator(context.Background(),
+		chromedp.ExecPath(chrome), chromedp.Flag("headless", true), chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck, chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1400, 1000))
+	defer cancel()
+	b := &browser{}
+	bctx, cancel := chromedp.NewContext(alloc, chromedp.WithListener(b.record))
+	defer cancel()
+	require.NoError(t, chromedp.Do(bctx, chromedp.Navigate("about:blank")), "start chromium")
+	do := func(what string, actions ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(bctx, 90*time.Second)
+		defer cancel()
+		require.NoError(t, chromedp.Do(ctx, actions...), what)
+	}
+	eval := func(expr string, out any) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(bctx, 30*time.Second)
+		defer cancel()
+		raw, err := chromedp.Run(ctx, chromedp.Evaluate[[]byte](expr))
+		require.NoError(t, err, "evaluate %s", expr)
+		require.NoError(t, json.Unmarshal(raw, out), "evaluate %s: %s", expr, raw)
+	}
+
+	do("the box selector", chromedp.Navigate(base+"/"),
+		chromedp.WaitReady(chromedp.CSS(`select[data-testid="box"][data-box-label="box"] option[data-box="`+boxes[len(boxes)-1]+`"]`)))
+	var listed []string
+	eval(`[...document.querySelectorAll('select[data-testid="box"] option[data-box]')].map(o => o.dataset.box)`, &listed)
+	require.Equal(t, boxes, listed)
+
+	b.take()
+	var ok bool
+	eval(`(() => { const s = document.querySelector('select[data-testid="box"]'); s.value = "b"; s.dispatchEvent(new Event("change", {bubbles: true})); return true; })()`, &ok)
+	do("box b picked", chromedp.WaitReady(chromedp.CSS(`select[data-testid="box"][data-box-value="b"]`)),
+		chromedp.WaitReady(chromedp.CSS(`#app[data-ready="true"]`)))
+	loc, err := chromedp.Run(bctx, chromedp.Location())
+	require.NoError(t, err)
+	require.Contains(t, loc, "extra_label=box%3Db")
+	errs, reqs := b.take()
+	require.Empty(t, errs)
+	narrowed := 0
+	for _, r := range reqs {
+		if strings.Contains(r, "/api/v1/query") {
+			require.Contains(t, r, "extra_label=box%3Db", "a PromQL request without the box: %s", r)
+			narrowed++
+		}
+	}
+	require.Positive(t, narrowed, "the page made no PromQL request after the pick: %v", reqs)
+	t.Logf("%d PromQL requests narrowed to box b", narrowed)
 }
