@@ -311,6 +311,31 @@ alerting:
 	require.NotEqual(t, http.StatusOK, code)
 	require.Contains(t, r.Error, "remote_query http://"+cluster.query.addr)
 	t.Logf("with Thanos Query down: %d %s", code, r.Error)
+	// The rule's evaluation fails the same way, shown in /api/v1/rules.
+	eventually(t, 30*time.Second, "the rule's lastError naming Thanos Query", func() bool {
+		code, r := hub.get("/api/v1/rules", nil)
+		if code != http.StatusOK {
+			return false
+		}
+		var d struct {
+			Groups []struct {
+				Rules []struct {
+					Name      string `json:"name"`
+					Health    string `json:"health"`
+					LastError string `json:"lastError"`
+				} `json:"rules"`
+			} `json:"groups"`
+		}
+		require.NoError(t, json.Unmarshal(r.Data, &d))
+		for _, g := range d.Groups {
+			for _, rl := range g.Rules {
+				if rl.Name == "FleetP95High" && rl.Health == "err" && strings.Contains(rl.LastError, "remote_query http://"+cluster.query.addr) {
+					return true
+				}
+			}
+		}
+		return false
+	})
 	code, _ = hub.get("/api/v1/status/buildinfo", nil)
 	require.Equal(t, http.StatusOK, code, "the hub is still up")
 	t.Logf("TestHubOverThanos took %s", time.Since(begin).Round(time.Millisecond))
