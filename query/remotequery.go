@@ -213,7 +213,7 @@ func (e *Engine) newRemoteQuery(a *remoteAPI, opts promql.QueryOpts, qs string, 
 	}
 	timeout := min(a.timeout, e.opts.Timeout)
 	return &remoteQuery{
-		api: a, qs: qs, timeout: timeout,
+		api: a, qs: qs, timeout: timeout, slots: e.slots, maxSamples: e.opts.MaxSamples,
 		stmt:  &parser.EvalStmt{Expr: expr, Start: start, End: end, Interval: step, LookbackDelta: lookback},
 		stats: &stats.Statistics{Timers: stats.NewQueryTimers(), Samples: stats.NewQuerySamples(false)},
 	}, nil
@@ -224,15 +224,24 @@ type remoteQuery struct {
 	api     *remoteAPI
 	qs      string
 	timeout time.Duration
-	stmt    *parser.EvalStmt
-	stats   *stats.Statistics
-	cancel  atomic.Pointer[context.CancelFunc]
+	// slots and maxSamples are the engine's: a forwarded query takes a
+	// slot of query.max_concurrency, and an answer of more than
+	// query.max_samples samples is refused, as a local one would be.
+	slots      *slots
+	maxSamples int
+	stmt       *parser.EvalStmt
+	stats      *stats.Statistics
+	cancel     atomic.Pointer[context.CancelFunc]
 }
 
 func (q *remoteQuery) Exec(ctx context.Context) *promql.Result {
 	ctx, cancel := context.WithTimeout(ctx, q.timeout)
 	defer cancel()
 	q.cancel.Store(&cancel)
+	if _, err := q.slots.Insert(ctx, q.qs); err != nil {
+		return &promql.Result{Err: err}
+	}
+	defer q.slots.Delete(0)
 	timer := q.stats.Timers.GetTimer(stats.EvalTotalTime).Start()
 	defer timer.Stop()
 
@@ -258,6 +267,9 @@ func (q *remoteQuery) Exec(ctx context.Context) *promql.Result {
 	if err != nil {
 		return &promql.Result{Err: q.api.wrap(err), Warnings: annos}
 	}
+	if n := countSamples(v); n > q.maxSamples {
+		return &promql.Result{Err: promql.ErrTooManySamples(fmt.Sprintf("the answer of remote_query %s (%d samples, query.max_samples %d)", q.api.url, n, q.maxSamples)), Warnings: annos}
+	}
 	val, dropped := fromModel(v)
 	if dropped > 0 {
 		annos = annos.Add(fmt.Errorf("remote_query %s: %d native histogram series dropped (the hub reads float samples only)", q.api.url, dropped))
@@ -273,6 +285,20 @@ func (q *remoteQuery) Cancel() {
 	if c := q.cancel.Load(); c != nil {
 		(*c)()
 	}
+}
+
+func countSamples(v model.Value) int {
+	switch v := v.(type) {
+	case model.Vector:
+		return len(v)
+	case model.Matrix:
+		n := 0
+		for _, ss := range v {
+			n += len(ss.Values) + len(ss.Histograms)
+		}
+		return n
+	}
+	return 1
 }
 
 // fromModel turns the client's answer into the engine's values; native

@@ -159,6 +159,15 @@ func TestRemoteQuery(t *testing.T) {
 	require.NoError(t, res.Err)
 	require.Empty(t, res.Value.(promql.Vector))
 
+	// An answer beyond query.max_samples is refused.
+	small := New(Options{RemoteQuery: rq, MaxSamples: 5}, nil, nil)
+	q, err = small.NewRangeQuery(ctx, local, nil, p95, at.Add(-2*time.Minute), at, 15*time.Second)
+	require.NoError(t, err)
+	res = q.Exec(ctx)
+	var tooMany promql.ErrTooManySamples
+	require.ErrorAs(t, res.Err, &tooMany)
+	require.ErrorContains(t, res.Err, "remote_query "+srv.URL)
+
 	// A bad query is refused here, before any request.
 	before := requests.Load()
 	_, err = eng.NewInstantQuery(ctx, local, nil, "sum(", at)
