@@ -227,11 +227,16 @@ remote_write:
         labels: {severity: P1}
         annotations: {summary: "box {{ $labels.box }}: P95 {{ $value }}s"}
 `), 0o644))
+	// The hub remote-writes its own series (its rules' ALERTS) to the
+	// same engine, as vmalert does, so that its queries see them.
 	hub := start(t, writeConfig(t, dir, fmt.Sprintf(`global: {evaluation_interval: 1s}
 storage:
   remote_query:
     url: http://%s
     timeout: 20s
+remote_write:
+  - url: %s
+    queue_config: {batch_send_deadline: 200ms, min_backoff: 50ms, max_backoff: 1s}
 rule_files: [%s]
 alerting:
   route:
@@ -244,7 +249,7 @@ alerting:
     - name: hook
       webhook_configs:
         - url: %s/hook
-`, cluster.query.addr, rules, hook.srv.URL)), filepath.Join(dir, "data"))
+`, cluster.query.addr, cluster.writeURL(1), rules, hook.srv.URL)), filepath.Join(dir, "data"))
 
 	// The fleet-wide P95: one series per box, through Thanos Query.
 	var got []vectorSample
@@ -279,6 +284,11 @@ alerting:
 	require.NoError(t, json.Unmarshal(r.Data, &bx))
 	require.Equal(t, []string{"box"}, bx.Labels)
 	require.Equal(t, boxes, bx.Values["box"])
+
+	// The hub's own ALERTS came back through Thanos: one per box.
+	eventually(t, 60*time.Second, "the hub's ALERTS in Thanos", func() bool {
+		return slices.Equal(sampleBoxes(hub.instant(`ALERTS{alertname="FleetP95High",alertstate="firing"}`, time.Time{})), boxes)
+	})
 
 	// The box selector's extra_label narrows the same query to one box.
 	code, r = hub.get("/api/v1/query", url.Values{"query": {hubLatency}, "extra_label": {"box=b"}})
@@ -482,20 +492,32 @@ func hubBoxSelector(t *testing.T, hub *proc, boxes []string) {
 	b.take()
 	var ok bool
 	eval(`(() => { const s = document.querySelector('select[data-testid="box"]'); s.value = "b"; s.dispatchEvent(new Event("change", {bubbles: true})); return true; })()`, &ok)
-	do("box b picked", chromedp.WaitReady(chromedp.CSS(`select[data-testid="box"][data-box-value="b"]`)),
-		chromedp.WaitReady(chromedp.CSS(`#app[data-ready="true"]`)))
+	do("box b picked", chromedp.WaitReady(chromedp.CSS(`select[data-testid="box"][data-box-value="b"]`)))
 	loc, err := chromedp.Run(bctx, chromedp.Location())
 	require.NoError(t, err)
 	require.Contains(t, loc, "extra_label=box%3Db")
-	errs, reqs := b.take()
-	require.Empty(t, errs)
-	narrowed := 0
-	for _, r := range reqs {
-		if strings.Contains(r, "/api/v1/query") {
-			require.Contains(t, r, "extra_label=box%3Db", "a PromQL request without the box: %s", r)
-			narrowed++
+	// Barrier: the page re-queried with the box and is ready again. From
+	// the first narrowed request on, every PromQL request has the box.
+	var after []string
+	eventually(t, 60*time.Second, "the page's queries narrowed to box b, and ready", func() bool {
+		errs, reqs := b.take()
+		require.Empty(t, errs)
+		for _, r := range reqs {
+			if !strings.Contains(r, "/api/v1/query") {
+				continue
+			}
+			if len(after) > 0 || strings.Contains(r, "extra_label=box%3Db") {
+				after = append(after, r)
+			}
 		}
+		var ready bool
+		eval(`document.getElementById("app").dataset.ready === "true"`, &ready)
+		return len(after) > 0 && ready
+	})
+	narrowed := 0
+	for _, r := range after {
+		require.Contains(t, r, "extra_label=box%3Db", "a PromQL request without the box: %s", r)
+		narrowed++
 	}
-	require.Positive(t, narrowed, "the page made no PromQL request after the pick: %v", reqs)
 	t.Logf("%d PromQL requests narrowed to box b", narrowed)
 }
