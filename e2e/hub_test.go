@@ -183,12 +183,15 @@ const hubLatency = `histogram_quantile(0.95, sum by (le, box) (rate(vllm:e2e_req
 // TestHubOverThanos: three appliances, each scraping its own simulated
 // vLLM fleet with external_labels box: a|b|c, remote-write to Thanos
 // Receive (two receivers, one hashring), and the test pushes a fourth
-// box itself; an appliance in hub mode
-// (storage.remote_query) over Thanos Query answers the fleet-wide P95
-// with one series per box, lists the boxes for the dashboard's
-// selector, narrows a query to one box with extra_label, and evaluates
-// a rule over all boxes that fires and reaches a webhook. With Thanos
-// Query down the hub answers an error naming it and stays up.
+// box itself; an appliance in hub mode (storage.remote_query) over
+// Thanos Query answers the fleet-wide P95 with one series per box
+// (instant and range), lists the boxes, narrows a query to one box with
+// extra_label, and evaluates a rule over all boxes that fires and
+// reaches a webhook; the hub's own ALERTS, remote-written to a receiver,
+// come back through Thanos Query. In Chromium the box selector lists the
+// boxes and narrows the page's queries. With Thanos Query down the hub
+// answers an error naming it, the rule shows it, and the hub stays up; a
+// reload without remote_query is local mode again.
 func TestHubOverThanos(t *testing.T) {
 	begin := time.Now()
 	cluster := startThanos(t)
@@ -348,6 +351,13 @@ alerting:
 	})
 	code, _ = hub.get("/api/v1/status/buildinfo", nil)
 	require.Equal(t, http.StatusOK, code, "the hub is still up")
+
+	// A reload without remote_query is local mode again, at once: the
+	// query answers 200 from the local storage, which holds no box.
+	writeConfig(t, dir, "global: {evaluation_interval: 1s}\n")
+	code, body := hub.post("/-/reload", "text/plain", nil, nil)
+	require.Equal(t, http.StatusOK, code, body)
+	require.Empty(t, hub.instant(hubLatency, time.Time{}))
 	t.Logf("TestHubOverThanos took %s", time.Since(begin).Round(time.Millisecond))
 }
 
