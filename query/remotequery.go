@@ -413,6 +413,9 @@ func limitOpt(h *storage.LabelHints) []promv1.Option {
 }
 
 func (q remoteQuerier) Select(ctx context.Context, sortSeries bool, hints *storage.SelectHints, ms ...*labels.Matcher) storage.SeriesSet {
+	if len(ms) == 0 {
+		return storage.EmptySeriesSet() // no selector selects nothing
+	}
 	ctx, cancel := q.ctx(ctx)
 	defer cancel()
 	mint, maxt := q.mint, q.maxt
