@@ -263,16 +263,23 @@ alerting:
 	for _, s := range got {
 		require.Greater(t, value(t, s), 0.0, "box %s", s.Metric["box"])
 	}
+	t.Logf("every box's P95 through the hub after %s", time.Since(begin).Round(time.Millisecond))
 
-	// A range query, series and label values read Thanos too.
-	code, r := hub.get("/api/v1/query_range", url.Values{"query": {hubLatency},
-		"start": {fmt.Sprint(time.Now().Add(-2 * time.Minute).Unix())}, "end": {fmt.Sprint(time.Now().Unix())}, "step": {"15"}})
+	// A range query, series and label values read Thanos too. The range
+	// ends at the instant answered above, a step of it: every box has a
+	// point there.
+	at := time.Now()
+	got = hub.instant(hubLatency, at)
+	require.Equal(t, boxes, sampleBoxes(got))
+	end := fmt.Sprintf("%.3f", float64(at.UnixMilli())/1000)
+	begin2 := fmt.Sprintf("%.3f", float64(at.Add(-2*time.Minute).UnixMilli())/1000)
+	code, r := hub.get("/api/v1/query_range", url.Values{"query": {hubLatency}, "start": {begin2}, "end": {end}, "step": {"15"}})
 	require.Equal(t, http.StatusOK, code, r.Error)
 	var matrix []struct {
 		Metric map[string]string `json:"metric"`
 	}
 	require.NoError(t, json.Unmarshal(rangeResult(t, r), &matrix))
-	require.Len(t, matrix, len(boxes))
+	require.Len(t, matrix, len(boxes), "%+v", matrix)
 	code, r = hub.get("/api/v1/label/box/values", nil)
 	require.Equal(t, http.StatusOK, code, r.Error)
 	var vals []string
@@ -288,6 +295,23 @@ alerting:
 	require.Equal(t, []string{"box"}, bx.Labels)
 	require.Equal(t, boxes, bx.Values["box"])
 
+	// The dashboard's services are the fleet's, found through Thanos.
+	code, r = hub.get("/api/v1/appliance/services", nil)
+	require.Equal(t, http.StatusOK, code, r.Error)
+	var services []struct {
+		Job       string   `json:"job"`
+		Instances []string `json:"instances"`
+	}
+	require.NoError(t, json.Unmarshal(r.Data, &services))
+	instances := 0
+	for _, s := range services {
+		if s.Job == "vllm" {
+			instances += len(s.Instances)
+		}
+	}
+	require.GreaterOrEqual(t, instances, 3, "the three boxes' vLLM instances: %+v", services)
+
+	t.Logf("services found after %s", time.Since(begin).Round(time.Millisecond))
 	// The hub's own ALERTS came back through Thanos: one per box.
 	eventually(t, 60*time.Second, "the hub's ALERTS in Thanos", func() bool {
 		return slices.Equal(sampleBoxes(hub.instant(`ALERTS{alertname="FleetP95High",alertstate="firing"}`, time.Time{})), boxes)
@@ -312,10 +336,13 @@ alerting:
 		}
 		return len(seen) == len(boxes)
 	})
+	t.Logf("every box notified after %s", time.Since(begin).Round(time.Millisecond))
 
 	// The dashboard's box selector lists the boxes and narrows the
 	// page's queries to the one picked.
 	t.Run("box selector", func(t *testing.T) { hubBoxSelector(t, hub, boxes) })
+
+	t.Logf("box selector checked after %s", time.Since(begin).Round(time.Millisecond))
 
 	// Thanos Query down: the hub answers an error naming it, and lives.
 	require.NoError(t, cluster.query.out.cmd.Process.Kill())
@@ -349,6 +376,7 @@ alerting:
 		}
 		return false
 	})
+	t.Logf("the rule's lastError after %s", time.Since(begin).Round(time.Millisecond))
 	code, _ = hub.get("/api/v1/status/buildinfo", nil)
 	require.Equal(t, http.StatusOK, code, "the hub is still up")
 
@@ -493,8 +521,10 @@ func hubBoxSelector(t *testing.T, hub *proc, boxes []string) {
 		require.NoError(t, json.Unmarshal(raw, out), "evaluate %s: %s", expr, raw)
 	}
 
+	t0 := time.Now()
 	do("the box selector", chromedp.Navigate(base+"/"),
 		chromedp.WaitReady(chromedp.CSS(`select[data-testid="box"][data-box-label="box"] option[data-box="`+boxes[len(boxes)-1]+`"]`)))
+	t.Logf("selector shown after %s", time.Since(t0).Round(time.Millisecond))
 	var listed []string
 	eval(`[...document.querySelectorAll('select[data-testid="box"] option[data-box]')].map(o => o.dataset.box)`, &listed)
 	require.Equal(t, boxes, listed)
@@ -522,8 +552,10 @@ func hubBoxSelector(t *testing.T, hub *proc, boxes []string) {
 		}
 		var ready bool
 		eval(`document.getElementById("app").dataset.ready === "true"`, &ready)
+
 		return len(after) > 0 && ready
 	})
+	t.Logf("narrowed and ready after %s", time.Since(t0).Round(time.Millisecond))
 	narrowed := 0
 	for _, r := range after {
 		require.Contains(t, r, "extra_label=box%3Db", "a PromQL request without the box: %s", r)

@@ -185,7 +185,9 @@ function App() {
   const ctx = {
     // scrapeKnown: charts wait for the scrape interval ($__rate_interval);
     // the page itself (and its dashboard definition) loads meanwhile.
-    start, end, rangeKey: from + "|" + to, tick, theme: th, scrape: scrape || 15, scrapeKnown: scrape != null, queries, annotations, sel, syncKey: "page:" + path,
+    // rangeKey: what the panels' queries depend on besides their text
+    // (the range, and the box picked: extra_label).
+    start, end, rangeKey: from + "|" + to + "|" + p.getAll("extra_label").join(","), tick, theme: th, scrape: scrape || 15, scrapeKnown: scrape != null, queries, annotations, sel, syncKey: "page:" + path,
     onZoom: (a, b) => navigate(withParams({ from: String(Math.round(a * 1000)), to: String(Math.round(b * 1000)) })),
   };
   // The theme is set on <html> before the charts (created in effects, which
