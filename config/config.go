@@ -515,6 +515,9 @@ func (c *Config) setDirectory(dir string) {
 			r.SetDirectory(dir)
 		}
 	}
+	if r := c.Storage.RemoteQuery; r != nil {
+		r.HTTPClientConfig.SetDirectory(dir)
+	}
 }
 
 // String returns the configuration as YAML with every secret (passwords,

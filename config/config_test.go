@@ -71,6 +71,9 @@ var badFiles = map[string][]string{
 	"remote-write.bad.yml": {
 		"testdata/remote-write.bad.yml:4: remote write queue max_shards must be positive",
 	},
+	"remote-query.bad.yml": {
+		`testdata/remote-query.bad.yml:3: remote_query url "ftp://thanos-query:10902": scheme must be http or https`,
+	},
 	"relabel-regex.bad.yml": {
 		"testdata/relabel-regex.bad.yml:8: error parsing regexp: missing closing ): `^(?s:vllm:(num_requests.*)$`",
 	},

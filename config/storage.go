@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"time"
 
 	promconfig "github.com/prometheus/prometheus/config"
@@ -64,6 +65,9 @@ type StorageConfig struct {
 	// Cardinality configures the cardinality check behind /cardinality
 	// and the appliance_cardinality_warning series.
 	Cardinality CardinalityConfig `yaml:"cardinality"`
+	// RemoteQuery, when set, is hub mode: queries, rules, the dashboard
+	// and the reports read this Prometheus HTTP API (remotequery.go).
+	RemoteQuery *RemoteQueryConfig `yaml:"remote_query,omitempty"`
 
 	notes []string // what storage.tsdb maps and ignores, for `appliance check`
 }
@@ -117,9 +121,14 @@ func (c *StorageConfig) UnmarshalYAML(unmarshal func(any) error) error {
 			MaxExemplars *int64 `yaml:"max_exemplars"`
 		} `yaml:"exemplars"`
 		// TSDB is Prometheus' storage.tsdb, read for its retention.
-		TSDB *promconfig.TSDBConfig `yaml:"tsdb"`
+		TSDB        *promconfig.TSDBConfig `yaml:"tsdb"`
+		RemoteQuery *RemoteQueryConfig     `yaml:"remote_query"`
 	}
 	if err := unmarshal(&in); err != nil {
+		// remote_query's own errors name keys below it.
+		if fe := (*fieldError)(nil); errors.As(err, &fe) {
+			fe.keys = append([]string{"remote_query"}, fe.keys...)
+		}
 		return err
 	}
 	c.notes = nil
@@ -152,6 +161,7 @@ func (c *StorageConfig) UnmarshalYAML(unmarshal func(any) error) error {
 		}
 		c.Cardinality.Interval = *d
 	}
+	c.RemoteQuery = in.RemoteQuery
 	if m := in.Exemplars.MaxExemplars; m != nil {
 		if *m < 0 {
 			return fieldErrorf([]string{"exemplars", "max_exemplars"}, "max_exemplars must be 0 (keep none) or more")

@@ -28,4 +28,13 @@
 // to every query, after tier planning: the query's own Queryable is the
 // primary, each endpoint a secondary whose failure is a warning of the
 // answer (Prometheus' fanout semantics).
+//
+// # Hub mode
+//
+// RemoteQuery (remotequery.go, storage.remote_query) sends every query
+// to a remote Prometheus HTTP API (Thanos Query, vmselect, Mimir)
+// instead of the local storage, before tier planning and remote_read:
+// the remote evaluates the PromQL. Its Queryable answers series, labels,
+// label values and samples from the same remote, for what reads without
+// PromQL.
 package query

@@ -40,6 +40,9 @@ type Options struct {
 	// RemoteRead are the remote_read endpoints read besides each query's
 	// Queryable (remoteread.go); nil reads none.
 	RemoteRead *RemoteRead
+	// RemoteQuery is hub mode (remotequery.go): while it has a remote
+	// API in force, every query is sent there instead; nil is local mode.
+	RemoteQuery *RemoteQuery
 }
 
 // DefaultOptions returns Prometheus' defaults, and the appliance's bounds

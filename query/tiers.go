@@ -26,6 +26,9 @@ type TierPlanner interface {
 // NewInstantQuery adapts the query to the tiers it will read, then hands
 // it to Prometheus' engine.
 func (e *Engine) NewInstantQuery(ctx context.Context, q storage.Queryable, opts promql.QueryOpts, qs string, ts time.Time) (promql.Query, error) {
+	if a := e.opts.RemoteQuery.current(); a != nil {
+		return e.newRemoteQuery(a, opts, qs, ts, ts, 0) // hub mode (remotequery.go)
+	}
 	deadline := time.Now().Add(e.opts.Timeout)
 	ctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
@@ -41,6 +44,9 @@ func (e *Engine) NewInstantQuery(ctx context.Context, q storage.Queryable, opts 
 // to Prometheus' engine, split into parts that run in parallel when it is
 // long (see splitParts).
 func (e *Engine) NewRangeQuery(ctx context.Context, q storage.Queryable, opts promql.QueryOpts, qs string, start, end time.Time, interval time.Duration) (promql.Query, error) {
+	if a := e.opts.RemoteQuery.current(); a != nil {
+		return e.newRemoteQuery(a, opts, qs, start, end, interval) // hub mode (remotequery.go)
+	}
 	deadline := time.Now().Add(e.opts.Timeout)
 	ctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()

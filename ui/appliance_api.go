@@ -48,6 +48,7 @@ func (s *Server) mountApplianceAPI(e *echo.Echo) {
 		}
 	}
 	e.GET("/api/v1/appliance/services", a.services, guard)
+	e.GET("/api/v1/appliance/boxes", a.boxes, guard)
 	e.GET("/api/v1/appliance/dashboards", a.dashboards, guard)
 	e.GET("/api/v1/appliance/dashboards/:id", a.dashboard, guard)
 	e.GET("/api/v1/appliance/annotations", a.listAnnotations, guard)
@@ -116,7 +117,7 @@ func (a *applianceAPI) inventory(c echo.Context) (*dashboard.Inventory, error) {
 	if a.s.opts.ProbeTargets != nil {
 		probes = a.s.opts.ProbeTargets()
 	}
-	return a.catalog.Discover(c.Request().Context(), a.s.opts.Storage, from.UnixMilli(), to.UnixMilli(), probes)
+	return a.catalog.Discover(c.Request().Context(), a.s.queryable(), from.UnixMilli(), to.UnixMilli(), probes)
 }
 
 func (a *applianceAPI) services(c echo.Context) error {

@@ -43,7 +43,7 @@ func (a *applianceAPI) service(c echo.Context, from, to time.Time) (*dashboard.I
 	if a.s.opts.ProbeTargets != nil {
 		probes = a.s.opts.ProbeTargets()
 	}
-	inv, err := a.catalog.Discover(c.Request().Context(), a.s.opts.Storage, from.UnixMilli(), to.UnixMilli(), probes)
+	inv, err := a.catalog.Discover(c.Request().Context(), a.s.queryable(), from.UnixMilli(), to.UnixMilli(), probes)
 	if err != nil {
 		return nil, nil, err
 	}

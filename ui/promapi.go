@@ -41,7 +41,7 @@ func (s *Server) mountPrometheusAPI(e *echo.Echo) {
 	host, _ := os.Hostname()
 	api := apiv1.NewAPI(
 		o.Engine,
-		o.Storage,
+		s.queryable(),
 		ingestAppendable{s}, // remote write: fsync, label limits, 400/503 (ingest.go)
 		s.exemplarQueryable(),
 		func(context.Context) apiv1.ScrapePoolsRetriever { return o.Targets },
@@ -102,6 +102,7 @@ func (s *Server) mountPrometheusAPI(e *echo.Echo) {
 	if o.Tiers != nil {
 		prom = tiersMiddleware(prom)
 	}
+	prom = extraLabels(prom) // extra_label=name=value (extralabel.go)
 	e.Any("/api/v1/*", echo.WrapHandler(prom))
 	e.GET("/api/v1/targets", echo.WrapHandler(s.targetsWithRefusals(prom))) // storage.max_series in lastError
 

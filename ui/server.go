@@ -55,6 +55,14 @@ type Options struct {
 	Storage Storage
 	Engine  promql.QueryEngine
 	Targets Targets
+	// Queryable is what the API's series, labels and label values and
+	// the dashboard's discovery read; nil reads Storage. In hub mode it
+	// is the remote API (query.RemoteQuery.Queryable).
+	Queryable storage.SampleAndChunkQueryable
+	// BoxLabels returns the labels that identify a box (hub mode), for
+	// the dashboard's box selector (/api/v1/appliance/boxes); nil or
+	// empty shows none.
+	BoxLabels func() []string
 	// Rules lists rule groups and alerts for /api/v1/rules and /alerts,
 	// with the appliance's rule extensions; nil serves empty lists.
 	Rules RulesRetriever

@@ -150,6 +150,11 @@ func stageErrors(cfg *config.Config) []error {
 	if _, err := remotewrite.New(remotewrite.Options{}).Prepare(cfg.RemoteWrite, cfg.Global.ExternalLabels); err != nil {
 		errs = append(errs, cfg.ErrorAt(cfg.KeyLine("remote_write"), err.Error()))
 	}
+	// Hub mode's client builds as the query stage builds it (a TLS file
+	// that does not load).
+	if _, err := query.NewRemoteQuery().Prepare(cfg.Storage.RemoteQuery); err != nil {
+		errs = append(errs, cfg.ErrorAt(cfg.KeyLine("storage", "remote_query"), err.Error()))
+	}
 	errs = append(errs, sloBoundErrors(cfg, "")...)
 	return errs
 }

@@ -93,6 +93,7 @@ type appliance struct {
 	db          *storage.DB
 	remoteWrite *remotewrite.Manager
 	remoteRead  *query.RemoteRead
+	remoteQuery *query.RemoteQuery
 	engine      *query.Engine
 	downsampler *downsample.Downsampler
 	notifier    *notify.Notifier
@@ -214,8 +215,20 @@ func newAppliance(cfg *config.Config, f runFlags, logger *slog.Logger) (_ *appli
 		return nil, err
 	}
 	a.remoteRead.Apply(rrNext)
+	// hub mode (storage.remote_query): every query goes to the remote
+	// API instead, whoever asks (API, rules, reports, dashboard).
+	a.remoteQuery = query.NewRemoteQuery()
+	rqNext, err := a.remoteQuery.Prepare(cfg.Storage.RemoteQuery)
+	if err != nil {
+		return nil, err
+	}
+	a.remoteQuery.Apply(rqNext)
+	if u := a.remoteQuery.URL(); u != "" {
+		logger.Info("hub mode: queries, rules and reports read the remote query API", "url", u)
+	}
 	a.engine = query.New(query.Options{
 		RemoteRead:    a.remoteRead,
+		RemoteQuery:   a.remoteQuery,
 		Timeout:       time.Duration(cfg.Query.Timeout),
 		MaxSamples:    cfg.Query.MaxSamples,
 		MaxConcurrent: cfg.Query.MaxConcurrency,
@@ -300,6 +313,8 @@ func newAppliance(cfg *config.Config, f runFlags, logger *slog.Logger) (_ *appli
 		Logger:           logger.With("component", "web"),
 		Storage:          a.db,
 		Engine:           a.engine,
+		Queryable:        a.remoteQuery.Queryable(a.db),
+		BoxLabels:        a.remoteQuery.BoxLabels,
 		Targets:          a.scraper.Manager(),
 		Rules:            a.rules,
 		Reports:          a.slo.reporter,
@@ -496,7 +511,7 @@ func (a *appliance) addPart(g *run.Group, name string, fn func(context.Context) 
 // prepares the new config and changes nothing: rules read, parse and
 // compile their files and packs, notify builds its receivers, templates
 // and time intervals, the scraper merges and checks its jobs, the probes
-// build their probers, query builds its remote_read clients. Only when all have succeeded does any part apply.
+// build their probers, query builds its remote_read and remote_query clients. Only when all have succeeded does any part apply.
 // A config that does not load or that a part refuses leaves everything
 // as it was; the error names the part and, where known, the file and
 // line. Storage, query and web settings need a restart (a warning says
@@ -545,6 +560,10 @@ func (a *appliance) reload() error {
 	if err != nil {
 		errs = append(errs, fmt.Errorf("remote write: %w", err))
 	}
+	remoteQueryNext, err := a.remoteQuery.Prepare(cfg.Storage.RemoteQuery)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("query: %w", err))
+	}
 	var webNext *ui.WebNext
 	if ws, err := webSettings(cfg.Web); err != nil {
 		errs = append(errs, fmt.Errorf("web: %w", err))
@@ -575,6 +594,7 @@ func (a *appliance) reload() error {
 	a.inputs.apply(cfg, probesNext, a.logger)
 	a.exemplars.Resize(cfg.Storage.Exemplars.MaxExemplars)
 	a.remoteRead.Apply(remoteReadNext)
+	a.remoteQuery.Apply(remoteQueryNext)
 	a.slo.apply(cfg)
 	// Users and TLS files: from the next request (handshake) on.
 	a.web.ApplyWeb(webNext)

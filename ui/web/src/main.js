@@ -188,7 +188,9 @@ function App() {
   const ctx = {
     // scrapeKnown: charts wait for the scrape interval ($__rate_interval);
     // the page itself (and its dashboard definition) loads meanwhile.
-    start, end, rangeKey: from + "|" + to, tick, theme: th, scrape: scrape || 15, scrapeKnown: scrape != null, queries, annotations, sel, syncKey: "page:" + path,
+    // rangeKey: what the panels' queries depend on besides their text
+    // (the range, and the box picked: extra_label).
+    start, end, rangeKey: from + "|" + to + "|" + p.getAll("extra_label").join(","), tick, theme: th, scrape: scrape || 15, scrapeKnown: scrape != null, queries, annotations, sel, syncKey: "page:" + path,
     onZoom: (a, b) => navigate(withParams({ from: String(Math.round(a * 1000)), to: String(Math.round(b * 1000)) })),
   };
   // The theme is set on <html> before the charts (created in effects, which
@@ -204,6 +206,7 @@ function App() {
       <span class="brand">appliance</span>
       ${NAV.map(([href, label]) => html`<a href=${withParams({}, href).replace(/[?&](expr|tab)=[^&]*/g, "")} class=${path === href || (href !== "/" && path.startsWith(href + "/")) ? "on" : ""}>${label}</a>`)}
       <span class="grow"></span>
+      <${BoxPicker} />
       <select aria-label="auto-refresh" data-testid="refresh" value=${refresh} onChange=${(e) => navigate(withParams({ refresh: e.target.value === "30s" ? "" : e.target.value }))}>
         ${REFRESH.map((r) => html`<option value=${r}>${r === "off" ? "refresh off" : "every " + r}</option>`)}
       </select>
@@ -213,6 +216,32 @@ function App() {
     <${TimePicker} p=${p} zoomed=${!relative} />
     <${PageCtx.Provider} value=${ctx}><main key=${path} data-loading=${scrape == null ? "1" : undefined}><${Page} p=${p} /></main></${PageCtx.Provider}>
   </div>`;
+}
+
+// BoxPicker is hub mode's box/fleet selector: one select per label that
+// identifies a box (/api/v1/appliance/boxes; none outside hub mode). The
+// choice is the URL's extra_label=<label>=<value>, which api() adds to
+// the page's queries.
+function BoxPicker() {
+  const [boxes, setBoxes] = useState(null);
+  useEffect(() => { api("/api/v1/appliance/boxes").then(({ data }) => setBoxes(data)).catch(() => setBoxes(null)); }, []);
+  if (!boxes || !boxes.labels || !boxes.labels.length) return null;
+  const cur = params().getAll("extra_label");
+  return boxes.labels.map((l) => {
+    const v = (cur.find((e) => e.startsWith(l + "=")) || "").slice(l.length + 1);
+    const pick = (nv) => {
+      const p = params();
+      p.delete("extra_label");
+      for (const e of cur) if (!e.startsWith(l + "=")) p.append("extra_label", e);
+      if (nv) p.append("extra_label", l + "=" + nv);
+      const s = p.toString();
+      navigate(location.pathname + (s ? "?" + s : ""));
+    };
+    return html`<select aria-label=${"box (" + l + ")"} data-testid="box" data-box-label=${l} data-box-value=${v} value=${v} onChange=${(e) => pick(e.target.value)}>
+      <option value="">all boxes (${l})</option>
+      ${(boxes.values[l] || []).map((b) => html`<option value=${b} data-box=${b}>${l}=${b}</option>`)}
+    </select>`;
+  });
 }
 
 function NotFound() {

@@ -139,12 +139,19 @@ export function takeBoot(path, params) {
 // no later request gets an old one.
 export function dropBoot() { bootAnswers.length = 0; }
 
+const BOX_PATHS = /^\/api\/v1\/(query|query_range|series|labels|label\/[^/]+\/values)$/;
+
 // api fetches a JSON endpoint of the appliance and returns
 // {data, tiers} (tiers from the X-Appliance-Tiers header or the body).
 export async function api(path, params, opts = {}) {
   const boot = !opts.method && !opts.body && takeBoot(path, params);
   if (boot) return boot;
-  const qs = params ? "?" + new URLSearchParams(params).toString() : "";
+  const q = new URLSearchParams(params || {});
+  // The box selector (hub mode): the page's extra_label narrows its
+  // PromQL, series and label queries to one box (the server adds the
+  // matcher to every selector).
+  if (BOX_PATHS.test(path)) for (const v of new URLSearchParams(location.search).getAll("extra_label")) q.append("extra_label", v);
+  const qs = [...q.keys()].length ? "?" + q.toString() : "";
   const resp = await fetch(path + qs, { signal: opts.signal, method: opts.method || "GET", headers: opts.body ? { "Content-Type": "application/json" } : undefined, body: opts.body ? JSON.stringify(opts.body) : undefined, credentials: "same-origin" });
   const text = await resp.text();
   let body = null;
