@@ -21,9 +21,10 @@ web:
 
 # Unit, integration and end-to-end tests (the e2e tests build the binary,
 # with the dashboard bundle, which the browser tests drive), then every
-# fuzz target for a bounded time.
+# fuzz target for a bounded time. The timeout leaves room for a first
+# run that builds Thanos for the hub test (minutes, once; cached after).
 test: web vet
-	$(GO) test -count=1 -timeout 30m ./...
+	$(GO) test -count=1 -timeout 45m ./...
 	$(MAKE) fuzz
 
 # Go's native fuzzing, FUZZTIME per target (4 targets: about a minute of

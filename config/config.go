@@ -244,8 +244,13 @@ func (l *loader) load(data []byte) *Config {
 			}
 		case "remote_read":
 			l.decode(v, &cfg.RemoteRead)
+			// An entry that failed to decode is left nil; its error is
+			// reported, and the stages' checks never see it.
+			cfg.RemoteRead = slices.DeleteFunc(cfg.RemoteRead, func(c *promconfig.RemoteReadConfig) bool { return c == nil })
 		case "remote_write":
-			if l.decode(v, &cfg.RemoteWrite) {
+			ok := l.decode(v, &cfg.RemoteWrite)
+			cfg.RemoteWrite = slices.DeleteFunc(cfg.RemoteWrite, func(c *RemoteWriteConfig) bool { return c == nil })
+			if ok {
 				if err := cfg.RemoteWrite.check(); err != nil {
 					l.errorf(k.Line, "%v", err)
 				}

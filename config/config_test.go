@@ -558,3 +558,24 @@ func writeCert(t *testing.T, dir string) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "server.crt"), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "server.key"), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600))
 }
+
+// TestRemoteEntriesThatFailLeaveNoNil: a remote_write or remote_read
+// entry that fails to decode is reported and dropped, so the stages'
+// checks (appliance check) never see a nil entry.
+func TestRemoteEntriesThatFailLeaveNoNil(t *testing.T) {
+	for _, body := range []string{
+		"remote_write:\n  - url: http://a/api/v1/write\n    queue_config: {max_shards: 0}\n  - url: http://b/api/v1/write\n",
+		"remote_write:\n  - url: http://a/api/v1/write\n    bogus: 1\n",
+		"remote_read:\n  - url: http://a/api/v1/read\n    bogus: 1\n  - url: http://b/api/v1/read\n",
+	} {
+		cfg, errs := load([]byte(body), "x.yml")
+		require.NotEmpty(t, errs, body)
+		require.NotNil(t, cfg, body)
+		for _, c := range cfg.RemoteWrite {
+			require.NotNil(t, c, body)
+		}
+		for _, c := range cfg.RemoteRead {
+			require.NotNil(t, c, body)
+		}
+	}
+}

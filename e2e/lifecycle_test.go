@@ -341,7 +341,8 @@ rule_files: [always.rules.yml]
 	require.Equal(t, scrapes, target.n.Load(), "a scrape after the scraper stopped")
 	require.Equal(t, []string{
 		"web ingest", "scrape", "probes", // input
-		"rules", "slo reports", "notify", "downsample", "web",
+		"rules", "slo reports", "cardinality", "notify", "downsample", "web",
+		"remote write", // after every writer, so the queues hold all they took
 		"storage",
 	}, stopLines(p.Output()))
 
