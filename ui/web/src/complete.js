@@ -31,18 +31,20 @@ export function Completer({ value, onInput, onRun }) {
   const ta = useRef(null);
   const [items, setItems] = useState([]);
   const [sel, setSel] = useState(0);
-  const [names, setNames] = useState([]);
   const cache = useRef({});
-  useEffect(() => {
-    api("/api/v1/label/__name__/values").then(({ data }) => setNames(data || [])).catch(() => {});
-  }, []);
   const cached = (key, path, qs) => {
     if (!cache.current[key]) cache.current[key] = api(path, qs).then(({ data }) => data || []).catch(() => []);
     return cache.current[key];
   };
+  // Metric names are asked for at once; a suggestion typed before they
+  // arrive waits for them (suggestions resolve in the order typed).
+  const metricNames = () => cached("names", "/api/v1/label/__name__/values");
+  useEffect(() => { metricNames(); }, []);
+  const latest = useRef(0);
   const suggest = async (force) => {
     const el = ta.current;
     const c = context(el.value, el.selectionStart);
+    const seq = ++latest.current; // only the last keystroke's list is shown
     if (!force && c.prefix.length < 1) { setItems([]); return; }
     let list;
     if (c.kind === "value") {
@@ -52,8 +54,10 @@ export function Completer({ value, onInput, onRun }) {
       const qs = c.metric ? { "match[]": c.metric } : undefined;
       list = (await cached("l:" + c.metric, "/api/v1/labels", qs)).map((x) => ({ text: x, kind: "label" }));
     } else {
+      const names = await metricNames();
       list = [...FUNCS.map((f) => ({ text: f, kind: "function" })), ...KEYWORDS.map((k) => ({ text: k, kind: "keyword" })), ...names.map((n) => ({ text: n, kind: "metric" }))];
     }
+    if (seq !== latest.current) return;
     const p = c.prefix.toLowerCase();
     const hits = list.filter((x) => x.text.toLowerCase().startsWith(p)).concat(p ? list.filter((x) => !x.text.toLowerCase().startsWith(p) && x.text.toLowerCase().includes(p)) : []);
     setItems(hits.slice(0, 30).map((x) => ({ ...x, prefix: c.prefix })));
