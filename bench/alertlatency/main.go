@@ -28,7 +28,6 @@ import (
 	"errors"
 	"flag"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/aiserve/appliance/bench/harness"
@@ -66,7 +65,7 @@ func bench(ctx context.Context, o options) error {
 		return err
 	}
 	rep := &report{opts: o, machine: harness.ReadMachine(), started: run.Started}
-	rep.load0 = loadAverage()
+	rep.load0 = harness.LoadAverage()
 	built, err := harness.BuildAll(ctx, run, o.only)
 	if err != nil {
 		return err
@@ -81,23 +80,9 @@ func bench(ctx context.Context, o options) error {
 		return err
 	}
 	rep.results = results
-	rep.load1 = loadAverage()
+	rep.load1 = harness.LoadAverage()
 	if werr := run.WriteReport(os.Stdout, rep.markdown()); werr != nil {
 		return werr
 	}
 	return err
-}
-
-// loadAverage is the first line of /proc/loadavg without the last fields,
-// "1m 5m 15m", or "?".
-func loadAverage() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "?"
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "?"
-	}
-	return f[0] + " " + f[1] + " " + f[2]
 }

@@ -68,3 +68,17 @@ func FreeAddr() (string, error) {
 	}
 	return addr, nil
 }
+
+// LoadAverage is "1m 5m 15m" from /proc/loadavg, or "?": what a report
+// says of the other work on a shared machine during a run.
+func LoadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
+}

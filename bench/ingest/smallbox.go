@@ -75,7 +75,7 @@ func runSmallBox(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	load0 := loadAverage()
+	load0 := harness.LoadAverage()
 	logf := func(name string) (*os.File, error) { return os.Create(filepath.Join(run.Dir, "build-"+name+".log")) }
 	bins := map[string]string{}
 	for _, sys := range []harness.System{harness.Appliance, harness.Prometheus, harness.Alertmanager, harness.BlackboxExporter, harness.NodeExporter} {
@@ -117,7 +117,7 @@ func runSmallBox(ctx context.Context, o options) error {
 			return ctx.Err()
 		}
 	}
-	text := smallBoxReport(sides, o, run.Started, load0, loadAverage())
+	text := smallBoxReport(sides, o, run.Started, load0, harness.LoadAverage())
 	if err := run.WriteReport(os.Stdout, text); err != nil {
 		return err
 	}
@@ -426,17 +426,4 @@ func yesNo(ok bool) string {
 		return "met"
 	}
 	return "not met"
-}
-
-// loadAverage is "1m 5m 15m" from /proc/loadavg, or "?".
-func loadAverage() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "?"
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "?"
-	}
-	return strings.Join(f[:3], " ")
 }

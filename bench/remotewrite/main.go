@@ -336,7 +336,7 @@ func report(o options, series int, rs []result) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Remote write: the appliance against vmagent\n\n")
 	fmt.Fprintf(&b, "%s; fleet %d series scraped every %s; warm-up %s, window %s, outage %s. Load average at the end: %s.\n\n",
-		harness.ReadMachine(), series, o.interval, o.warmup, o.duration, o.outage, loadavg())
+		harness.ReadMachine(), series, o.interval, o.warmup, o.duration, o.outage, harness.LoadAverage())
 	var base0 result
 	for _, r := range rs {
 		if !r.c.forwards {
@@ -393,16 +393,4 @@ func report(o options, series int, rs []result) string {
 	fmt.Fprintf(&b, "\nThe drain is timed from the receiver's return until it has a sample scraped after it; both senders were backing off when it returned (the appliance up to max_backoff 5s, its default), so drain samples/s includes that wait. \"Less storing\" takes off the CPU the appliance without remote_write spends over as long (scraping and storing).\n")
 	fmt.Fprintf(&b, "\nCommand: `go run ./bench/remotewrite -series %d -interval %s -warmup %s -duration %s -outage %s`\n", o.series, o.interval, o.warmup, o.duration, o.outage)
 	return b.String()
-}
-
-func loadavg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "?"
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "?"
-	}
-	return strings.Join(f[:3], " ")
 }
