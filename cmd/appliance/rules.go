@@ -76,7 +76,11 @@ func generatedRules(source string, f *rulefile.File) []string {
 		if c.Instances == nil {
 			continue
 		}
-		out = append(out, fmt.Sprintf("%s:%d: alert %s (severity %s) compiles to:\n  %s", source, c.Line, c.Alert, c.Severity, c.Expr))
+		sev := c.Severity
+		if sev == "" {
+			sev = "none, routes as " + c.Priority
+		}
+		out = append(out, fmt.Sprintf("%s:%d: alert %s (severity %s) compiles to:\n  %s", source, c.Line, c.Alert, sev, c.Expr))
 	}
 	return out
 }

@@ -24,8 +24,10 @@ const WarmingMetric = "appliance_instance_warming"
 // Compiled is one Prometheus rule compiled from a rule with extensions,
 // for `appliance check` and the API.
 type Compiled struct {
-	Group    string
-	Alert    string
+	Group string
+	Alert string
+	// Severity is the rule's severity label as written ("" when it has
+	// none and routes as alerting.default_severity).
 	Severity string
 	// Priority is the priority label the rule's alerts carry (P0, P1, P2).
 	Priority string
