@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -14,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 )
 
@@ -256,73 +254,34 @@ func cardinalityPage(t *testing.T, p *proc) {
 	t.Helper()
 	chrome := chromiumPath(t)
 	base := "http://" + p.addr
-	if !strings.Contains(httpBody(t, base+"/"), "/assets/app.js") {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("the binary was built without the dashboard bundle: run make build (npm ci + esbuild) first")
-		}
-		t.Skip("dashboard bundle not built (make web); skipping the browser part")
-	}
+	requireBundle(t, base)
 	// The growth chart reads the self-scrape's active series.
 	eventually(t, 30*time.Second, "appliance_storage_active_series scraped", func() bool {
 		return len(p.instant(`appliance_storage_active_series`, time.Time{})) == 1
 	})
-	alloc, cancel := chromedp.NewExecAllocator(context.Background(),
-		chromedp.ExecPath(chrome), chromedp.Flag("headless", true), chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck, chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.Flag("disable-background-networking", true), chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1400, 1200))
-	defer cancel()
-	b := &browser{}
-	bctx, cancel := chromedp.NewContext(alloc, chromedp.WithListener(b.record))
-	defer cancel()
-	require.NoError(t, chromedp.Do(bctx, chromedp.Navigate("about:blank")), "start chromium")
-	b.take()
-	ctx, cancel2 := context.WithTimeout(bctx, 90*time.Second)
-	defer cancel2()
-	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(base+"/cardinality"), chromedp.WaitReady(chromedp.CSS(`#app[data-ready="true"]`))), "open /cardinality")
-	eval := func(expr string, out any) {
-		t.Helper()
-		raw, err := chromedp.Run(ctx, chromedp.Evaluate[[]byte](expr))
-		require.NoError(t, err, "evaluate %s", expr)
-		require.NoError(t, json.Unmarshal(raw, out), "evaluate %s: %s", expr, raw)
-	}
-	var panels []panelInfo
-	eval(panelsJS, &panels)
-	byID := map[string]panelInfo{}
-	for _, pn := range panels {
-		byID[pn.ID] = pn
-	}
+	ctx, b := openBrowserFor(t, chrome, 90*time.Second)
+	openPage(t, ctx, base+"/cardinality", "open /cardinality")
+	byID := pagePanels(t, ctx)
 	for _, id := range []string{"summary", "flagged", "top-metrics", "top-labels", "top-pairs", "targets", "growth"} {
-		require.Equal(t, "ready", byID[id].State, "panel %s: %+v", id, panels)
+		require.Equal(t, "ready", byID[id].State, "panel %s: %+v", id, byID)
 		n, err := strconv.Atoi(byID[id].Series)
 		require.NoError(t, err, "panel %s data-series", id)
 		require.Positive(t, n, "panel %s has data", id)
 	}
 	var flagged []string
-	eval(`[...document.querySelectorAll('[data-panel="flagged"] tr[data-flag]')].map(e => e.dataset.flag)`, &flagged)
+	evalJSON(t, ctx, `[...document.querySelectorAll('[data-panel="flagged"] tr[data-flag]')].map(e => e.dataset.flag)`, &flagged)
 	require.Contains(t, flagged, "api_requests_total/request_id")
 	var text string
-	eval(`document.querySelector('[data-panel="flagged"]').innerText`, &text)
+	evalJSON(t, ctx, `document.querySelector('[data-panel="flagged"]').innerText`, &text)
 	require.Contains(t, text, "request_id")
 	require.Contains(t, text, "dev-7")
-	eval(`document.querySelector('[data-panel="targets"]').innerText`, &text)
+	evalJSON(t, ctx, `document.querySelector('[data-panel="targets"]').innerText`, &text)
 	require.Contains(t, text, "steady")
 	// The targets page shows why the steady target's new series are refused.
-	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(base+"/targets"), chromedp.WaitReady(chromedp.CSS(`#app[data-ready="true"]`))), "open /targets")
-	eval(`document.querySelector('[data-panel="targets"]').innerText`, &text)
+	openPage(t, ctx, base+"/targets", "open /targets")
+	evalJSON(t, ctx, `document.querySelector('[data-panel="targets"]').innerText`, &text)
 	require.Contains(t, text, "storage.max_series")
-	errs, reqs := b.take()
-	require.Empty(t, errs, "console errors")
-	for _, u := range reqs {
-		require.True(t, strings.HasPrefix(u, base+"/") || strings.HasPrefix(u, "data:"), "request outside the appliance: %s", u)
-	}
-	shots := os.Getenv("E2E_SCREENSHOTS")
-	if shots == "" {
-		shots = t.TempDir()
-	}
-	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(base+"/cardinality"), chromedp.WaitReady(chromedp.CSS(`#app[data-ready="true"]`))), "open /cardinality again")
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
-	require.NoError(t, err)
-	path := filepath.Join(shots, "cardinality.png")
-	require.NoError(t, os.WriteFile(path, png, 0o644))
-	t.Logf("screenshot: %s", path)
+	checkBrowserClean(t, b, base)
+	openPage(t, ctx, base+"/cardinality", "open /cardinality again")
+	screenshot(t, ctx, "cardinality.png")
 }

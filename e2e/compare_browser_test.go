@@ -1,19 +1,15 @@
 package e2e
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 )
 
@@ -96,44 +92,17 @@ func TestCompareVersions(t *testing.T) {
 
 	// The page.
 	base := "http://" + p.addr
-	if !strings.Contains(httpBody(t, base+"/"), "/assets/app.js") {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("the binary was built without the dashboard bundle: run make build (npm ci + esbuild) first")
-		}
-		t.Skip("dashboard bundle not built (make web); skipping the browser part")
-	}
-	alloc, cancel := chromedp.NewExecAllocator(context.Background(),
-		chromedp.ExecPath(chrome), chromedp.Flag("headless", true), chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck, chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.Flag("disable-background-networking", true), chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1400, 1000))
-	defer cancel()
-	b := &browser{}
-	bctx, cancel := chromedp.NewContext(alloc, chromedp.WithListener(b.record))
-	defer cancel()
-	require.NoError(t, chromedp.Do(bctx, chromedp.Navigate("about:blank")), "start chromium")
-	b.take()
+	requireBundle(t, base)
+	ctx, b := openBrowserFor(t, chrome, 90*time.Second)
 	page := base + "/compare?" + url.Values{"metric": {metric}, "label": {"model_version"}, "a": {"v1"}, "b": {"v2"},
 		"from": {strconv.FormatInt(from.UnixMilli(), 10)}, "to": {strconv.FormatInt(end.UnixMilli(), 10)}}.Encode()
-	ctx, cancel2 := context.WithTimeout(bctx, 90*time.Second)
-	defer cancel2()
-	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(page), chromedp.WaitReady(chromedp.CSS(`#app[data-ready="true"]`))), "open /compare")
-	eval := func(expr string, out any) {
-		t.Helper()
-		raw, err := chromedp.Run(ctx, chromedp.Evaluate[[]byte](expr))
-		require.NoError(t, err, "evaluate %s", expr)
-		require.NoError(t, json.Unmarshal(raw, out), "evaluate %s: %s", expr, raw)
-	}
-	var panels []panelInfo
-	eval(panelsJS, &panels)
-	byID := map[string]panelInfo{}
-	for _, pn := range panels {
-		byID[pn.ID] = pn
-	}
-	require.Equal(t, "ready", byID["compare-cdf"].State, "%+v", panels)
+	openPage(t, ctx, page, "open /compare")
+	byID := pagePanels(t, ctx)
+	require.Equal(t, "ready", byID["compare-cdf"].State, "%+v", byID)
 	require.Equal(t, "2", byID["compare-cdf"].Series, "both distributions drawn")
-	require.Equal(t, "ready", byID["compare-quantiles"].State, "%+v", panels)
+	require.Equal(t, "ready", byID["compare-quantiles"].State, "%+v", byID)
 	var rows []struct{ Q, A, B string }
-	eval(`[...document.querySelectorAll('[data-panel="compare-quantiles"] tr[data-a]')].map(e => ({q: e.dataset.q, a: e.dataset.a, b: e.dataset.b}))`, &rows)
+	evalJSON(t, ctx, `[...document.querySelectorAll('[data-panel="compare-quantiles"] tr[data-a]')].map(e => ({q: e.dataset.q, a: e.dataset.a, b: e.dataset.b}))`, &rows)
 	require.Len(t, rows, 3)
 	for _, row := range rows {
 		a, err := strconv.ParseFloat(row.A, 64)
@@ -144,18 +113,10 @@ func TestCompareVersions(t *testing.T) {
 		require.InDelta(t, want["v2"][row.Q], bv, 1e-9, "page v2 %s", row.Q)
 	}
 	var text string
-	eval(`document.querySelector('[data-panel="compare-quantiles"]').innerText`, &text)
+	evalJSON(t, ctx, `document.querySelector('[data-panel="compare-quantiles"]').innerText`, &text)
 	require.Contains(t, text, "model_version=v2")
-	errs, reqs := b.take()
-	require.Empty(t, errs, "console errors")
-	for _, u := range reqs {
-		require.True(t, strings.HasPrefix(u, base+"/") || strings.HasPrefix(u, "data:"), "request outside the appliance: %s", u)
-	}
-	if dir := os.Getenv("E2E_SCREENSHOTS"); dir != "" {
-		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
-		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(filepath.Join(dir, "compare.png"), png, 0o644))
-	}
+	checkBrowserClean(t, b, base)
+	screenshot(t, ctx, "compare.png")
 	exit, _ := p.stop()
 	require.Equal(t, 0, exit)
 }

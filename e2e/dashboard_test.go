@@ -12,96 +12,18 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/chromedp/cdproto/input"
-	cdplog "github.com/chromedp/cdproto/log"
-	"github.com/chromedp/cdproto/network"
-	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 )
-
-// chromiumPath finds Debian's chromium (or its headless shell). A missing
-// browser fails the test under CI=true and skips it otherwise.
-func chromiumPath(t *testing.T) string {
-	t.Helper()
-	for _, name := range []string{"chromium", "chromium-headless-shell", "chromium-browser"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatal("chromium not found on PATH (CI=true): install Debian's chromium package (.ci/run does)")
-	}
-	t.Skip("chromium not found on PATH; apt-get install -y chromium to run the dashboard's browser tests")
-	return ""
-}
-
-// browser records what the page did: console errors, uncaught
-// exceptions, log entries of level error (CSP violations, failed loads)
-// and every request's URL.
-type browser struct {
-	ctx      context.Context
-	mu       sync.Mutex
-	errors   []string
-	requests []string
-}
-
-func (b *browser) record(ev any) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	switch e := ev.(type) {
-	case *runtime.EventConsoleAPICalled:
-		if e.Type == runtime.ConsoleAPICalledTypeError || e.Type == runtime.ConsoleAPICalledTypeAssert {
-			var parts []string
-			for _, a := range e.Args {
-				parts = append(parts, string(a.Value)+a.Description)
-			}
-			b.errors = append(b.errors, "console: "+strings.Join(parts, " "))
-		}
-	case *runtime.EventExceptionThrown:
-		msg := e.ExceptionDetails.Text
-		if e.ExceptionDetails.Exception != nil {
-			msg += " " + e.ExceptionDetails.Exception.Description
-		}
-		b.errors = append(b.errors, "exception: "+msg)
-	case *cdplog.EventEntryAdded:
-		if e.Entry.Level == cdplog.EntryLevelError {
-			b.errors = append(b.errors, fmt.Sprintf("log(%s): %s %s", e.Entry.Source, e.Entry.Text, e.Entry.URL))
-		}
-	case *network.EventRequestWillBeSent:
-		b.requests = append(b.requests, e.Request.URL)
-	}
-}
-
-func (b *browser) take() (errs, reqs []string) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	errs, reqs = b.errors, b.requests
-	b.errors, b.requests = nil, nil
-	return errs, reqs
-}
-
-// panelInfo is one element of the testability contract.
-type panelInfo struct {
-	ID     string `json:"id"`
-	State  string `json:"state"`
-	Series string `json:"series"`
-	Tiers  string `json:"tiers"`
-	Text   string `json:"text"`
-}
-
-const panelsJS = `[...document.querySelectorAll('[data-panel]')].map(e => ({id: e.dataset.panel, state: e.dataset.state,
-	series: e.dataset.series || "", tiers: e.dataset.tiers || "", text: e.innerText.slice(0, 160)}))`
 
 // TestDashboardInBrowser drives Debian's headless Chromium against the
 // real binary running `appliance demo`: every page renders and every

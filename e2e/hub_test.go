@@ -491,21 +491,8 @@ func rangeResult(t *testing.T, r apiResult) json.RawMessage {
 func hubBoxSelector(t *testing.T, hub *proc, boxes []string) {
 	chrome := chromiumPath(t)
 	base := "http://" + hub.addr
-	if !strings.Contains(httpBody(t, base+"/"), "/assets/app.js") {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("the binary was built without the dashboard bundle: run make build (npm ci + esbuild) first")
-		}
-		t.Skip("dashboard bundle not built (make web)")
-	}
-	alloc, cancel := chromedp.NewExecAllocator(context.Background(),
-		chromedp.ExecPath(chrome), chromedp.Flag("headless", true), chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck, chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1400, 1000))
-	defer cancel()
-	b := &browser{}
-	bctx, cancel := chromedp.NewContext(alloc, chromedp.WithListener(b.record))
-	defer cancel()
-	require.NoError(t, chromedp.Do(bctx, chromedp.Navigate("about:blank")), "start chromium")
+	requireBundle(t, base)
+	bctx, b := openBrowserFor(t, chrome, 5*time.Minute)
 	do := func(what string, actions ...chromedp.Action[chromedp.Void]) {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(bctx, 90*time.Second)

@@ -1,12 +1,10 @@
 package e2e
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -212,82 +210,4 @@ func TestPipelineSlowestSegment(t *testing.T) {
 	checkBrowserClean(t, b, base)
 	exit, _ := p.stop()
 	require.Equal(t, 0, exit)
-}
-
-// requireBundle fails under CI=true, and skips elsewhere, when the binary
-// carries no dashboard bundle.
-func requireBundle(t *testing.T, base string) {
-	t.Helper()
-	if strings.Contains(httpBody(t, base+"/"), "/assets/app.js") {
-		return
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatal("the binary was built without the dashboard bundle: run make build (npm ci + esbuild) first")
-	}
-	t.Skip("dashboard bundle not built (make web); skipping the browser part")
-}
-
-// openBrowser starts headless Chromium, recording into the returned
-// browser; the context ends with the test (or after 2 minutes).
-func openBrowser(t *testing.T, chrome string) (context.Context, *browser) {
-	t.Helper()
-	alloc, cancel := chromedp.NewExecAllocator(context.Background(),
-		chromedp.ExecPath(chrome), chromedp.Flag("headless", true), chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck, chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.Flag("disable-background-networking", true), chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1400, 1000))
-	t.Cleanup(cancel)
-	b := &browser{}
-	bctx, cancel := chromedp.NewContext(alloc, chromedp.WithListener(b.record))
-	t.Cleanup(cancel)
-	require.NoError(t, chromedp.Do(bctx, chromedp.Navigate("about:blank")), "start chromium")
-	b.take()
-	ctx, cancel := context.WithTimeout(bctx, 2*time.Minute)
-	t.Cleanup(cancel)
-	return ctx, b
-}
-
-func evalJSON(t *testing.T, ctx context.Context, expr string, out any) {
-	t.Helper()
-	raw, err := chromedp.Run(ctx, chromedp.Evaluate[[]byte](expr))
-	require.NoError(t, err, "evaluate %s", expr)
-	require.NoError(t, json.Unmarshal(raw, out), "evaluate %s: %s", expr, raw)
-}
-
-// pagePanels reads the page's panels (the testability contract) by id.
-func pagePanels(t *testing.T, ctx context.Context) map[string]panelInfo {
-	t.Helper()
-	var panels []panelInfo
-	evalJSON(t, ctx, panelsJS, &panels)
-	byID := map[string]panelInfo{}
-	for _, pn := range panels {
-		byID[pn.ID] = pn
-	}
-	return byID
-}
-
-// checkBrowserClean: no console error, no request outside the appliance.
-func checkBrowserClean(t *testing.T, b *browser, base string) {
-	t.Helper()
-	errs, reqs := b.take()
-	require.Empty(t, errs, "console errors")
-	for _, u := range reqs {
-		require.True(t, strings.HasPrefix(u, base+"/") || strings.HasPrefix(u, "data:"), "request outside the appliance: %s", u)
-	}
-}
-
-// screenshot saves the page to $E2E_SCREENSHOTS (or the test's temporary
-// folder) and logs where.
-func screenshot(t *testing.T, ctx context.Context, name string) {
-	t.Helper()
-	dir := os.Getenv("E2E_SCREENSHOTS")
-	if dir == "" {
-		dir = t.TempDir()
-	}
-	require.NoError(t, os.MkdirAll(dir, 0o755))
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
-	require.NoError(t, err)
-	require.NotEmpty(t, png)
-	path := filepath.Join(dir, name)
-	require.NoError(t, os.WriteFile(path, png, 0o644))
-	t.Logf("screenshot %s (%d bytes)", path, len(png))
 }
