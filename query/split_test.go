@@ -61,6 +61,17 @@ load 1m
 	require.Equal(t, 1, split.splitParts(mustParse(t, split, `rate(queue[5m] @ start())`), start, end, step))
 	require.Equal(t, 1, split.splitParts(mustParse(t, split, `max_over_time(queue[5m:1m] @ end())`), start, end, step))
 	require.Equal(t, 1, whole.splitParts(mustParse(t, whole, `queue`), start, end, step))
+	// Durations and functions of the query's range (found by
+	// TestPromQLCompliance: each part would see its own range).
+	exp := newEngine(Options{SplitParallelism: 3}, nil, nil, testFeatures)
+	for _, qs := range []string{
+		`rate(queue[step()])`, `queue offset range()`, `max_over_time(queue[2 * step()])`,
+		`queue offset min_of(range(), 8s)`, `avg_over_time(queue[5m:step()])`,
+		`step()`, `vector(range())`, `queue + end()`, `start()`,
+	} {
+		require.Equal(t, 1, exp.splitParts(mustParse(t, exp, qs), start, end, step), qs)
+	}
+	require.Equal(t, 3, exp.splitParts(mustParse(t, exp, `rate(queue[5m] offset (1h + 5m))`), start, end, step))
 
 	// Errors and limits reach the caller as the unsplit query's would.
 	small := New(Options{SplitParallelism: 2, MaxSamples: 10}, nil, nil)
