@@ -115,7 +115,9 @@ func (e *Engine) newSplitQuery(ctx context.Context, q storage.Queryable, opts pr
 	sq := &splitQuery{e: e, qs: qs}
 	for k := range n {
 		first, next := k*steps/n, (k+1)*steps/n
-		p, err := e.parts.NewRangeQuery(ctx, q, opts, qs, start.Add(time.Duration(first)*step), start.Add(time.Duration(next-1)*step), step)
+		pstart, pend := start.Add(time.Duration(first)*step), start.Add(time.Duration(next-1)*step)
+		pq := e.withStepReads(q, qs, pstart, pend, step, e.lookback(opts))
+		p, err := e.parts.NewRangeQuery(ctx, pq, opts, qs, pstart, pend, step)
 		if err != nil {
 			sq.Close()
 			return nil, err

@@ -66,8 +66,52 @@ func rollupsFor(a readAgg) []rollupAgg {
 	return []rollupAgg{aggCounter, aggSum, aggCount}
 }
 
+// stepWindows are the windows (t-window, t] a range query reads a
+// selector in, at t = first, first+step, ... up to last (milliseconds;
+// see query.StepSelecter). A nil *stepWindows keeps every sample.
+type stepWindows struct {
+	first, step, last, window int64
+}
+
+// keep reports whether a sample at t is in one of the windows.
+func (w *stepWindows) keep(t int64) bool {
+	if w == nil {
+		return true
+	}
+	if t > w.last || t <= w.first-w.window {
+		return false
+	}
+	if t <= w.first {
+		return true
+	}
+	// The first step at or after t.
+	k := (t - w.first + w.step - 1) / w.step
+	at := w.first + k*w.step
+	return at <= w.last && at-t < w.window
+}
+
+// filter keeps the samples in the windows, in place.
+func (w *stepWindows) filter(ts []int64, vs []float64) ([]int64, []float64) {
+	if w == nil {
+		return ts, vs
+	}
+	j := 0
+	for i, t := range ts {
+		if w.keep(t) {
+			ts[j], vs[j] = t, vs[i]
+			j++
+		}
+	}
+	return ts[:j], vs[:j]
+}
+
 // readRaw reads the raw tier; with readCount each sample reads as 1.
 func (db *DB) readRaw(ctx context.Context, ms []*labels.Matcher, a readAgg, mint, maxt int64) ([]*series, error) {
+	return db.readRawAt(ctx, ms, a, mint, maxt, nil)
+}
+
+// readRawAt is readRaw of the samples in sw's windows only.
+func (db *DB) readRawAt(ctx context.Context, ms []*labels.Matcher, a readAgg, mint, maxt int64, sw *stepWindows) ([]*series, error) {
 	tfs, err := toTagFilters(ms)
 	if err != nil {
 		return nil, err
@@ -75,7 +119,10 @@ func (db *DB) readRaw(ctx context.Context, ms []*labels.Matcher, a readAgg, mint
 	// The head first: what it no longer shows was flushed before this
 	// read and is found in VictoriaMetrics (head.go).
 	fromHead := db.head.read(ms, mint, maxt, false)
-	set, err := db.readSeries(ctx, TierRaw, tfs, mint, maxt)
+	for _, s := range fromHead {
+		s.ts, s.vs = sw.filter(s.ts, s.vs)
+	}
+	set, err := db.readSeriesAt(ctx, TierRaw, tfs, mint, maxt, sw)
 	if err != nil {
 		return nil, err
 	}
@@ -99,6 +146,14 @@ func (db *DB) readRaw(ctx context.Context, ms []*labels.Matcher, a readAgg, mint
 // readRollup reads aggregate a of the series matching ms from a rollup
 // tier and returns them under their own labels (without RollupLabel).
 func (db *DB) readRollup(ctx context.Context, tier Tier, a readAgg, ms []*labels.Matcher, mint, maxt int64) ([]*series, error) {
+	return db.readRollupAt(ctx, tier, a, ms, mint, maxt, nil)
+}
+
+// readRollupAt is readRollup of the points in sw's windows only. Those
+// are chosen from what the tier's rows read as (a window's newest
+// version, a counter's boundary points), not from the rows: the rows
+// outside the windows decide which points are inside them.
+func (db *DB) readRollupAt(ctx context.Context, tier Tier, a readAgg, ms []*labels.Matcher, mint, maxt int64, sw *stepWindows) ([]*series, error) {
 	aggs := rollupsFor(a)
 	names := make([]string, len(aggs))
 	for i, g := range aggs {
@@ -165,7 +220,8 @@ func (db *DB) readRollup(ctx context.Context, tier Tier, a readAgg, ms []*labels
 		if s == nil {
 			continue
 		}
-		if s.trimBefore(mint); len(s.ts) == 0 {
+		s.trimBefore(mint)
+		if s.ts, s.vs = sw.filter(s.ts, s.vs); len(s.ts) == 0 {
 			continue
 		}
 		s.lset = gr.base

@@ -1,0 +1,119 @@
+package storage
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/prometheus/prometheus/model/labels"
+	promstorage "github.com/prometheus/prometheus/storage"
+	"github.com/prometheus/prometheus/tsdb/chunkenc"
+	"github.com/stretchr/testify/require"
+)
+
+// TestSelectAtSteps: a step read (what a range query reads when its
+// windows are shorter than its step) returns exactly the points of the
+// full read that lie in the windows, from raw, from a rollup tier and
+// from a range stitched of both, for counters (with their boundary
+// points), gauge averages, max and count, at steps aligned to the
+// windows and not, and with the first step before the data.
+func TestSelectAtSteps(t *testing.T) {
+	db := openTestDB(t, t.TempDir(), nil)
+	start := time.Now().Add(-3 * time.Hour).Truncate(time.Hour)
+	const n = 3 * 240 // 3 hours at 15 s
+	data := map[string][]sample{
+		`queue{job="a"}`: samplesOf(n, start.UnixMilli()+15000, 15000, func(i int) float64 { return float64(i % 9) }),
+		// A counter with a reset and a gap of 20 minutes.
+		`reqs_total{job="a"}`: func() []sample {
+			s := samplesOf(n, start.UnixMilli()+15000, 15000, func(i int) float64 { return float64(i % 500) })
+			return append(s[:300], s[380:]...)
+		}(),
+	}
+	appendSamples(t, db, data)
+	db.Flush()
+	wm := start.Add(2 * time.Hour)
+	_, err := db.Rollup(context.Background(), Tier1m, start, wm)
+	require.NoError(t, err)
+	db.Flush()
+	db.SetRolledUpTo(Tier1m, wm)
+
+	read := func(hints *promstorage.SelectHints, sw *stepWindows, ms ...*labels.Matcher) map[string][]sample {
+		q, err := db.Querier(hints.Start, hints.End)
+		require.NoError(t, err)
+		defer q.Close()
+		var ss promstorage.SeriesSet
+		if sw == nil {
+			ss = q.Select(context.Background(), true, hints, ms...)
+		} else {
+			ss = q.(*tieredQuerier).SelectAtSteps(context.Background(), true, hints, sw.first, sw.step, sw.last, sw.window, ms...)
+		}
+		out := map[string][]sample{}
+		var it chunkenc.Iterator
+		for ss.Next() {
+			it = ss.At().Iterator(it)
+			key := ss.At().Labels().String()
+			out[key] = []sample{}
+			for it.Next() == chunkenc.ValFloat {
+				ts, v := it.At()
+				out[key] = append(out[key], sample{ts, v})
+			}
+		}
+		require.NoError(t, ss.Err())
+		return out
+	}
+	name := func(n string) *labels.Matcher { return labels.MustNewMatcher(labels.MatchEqual, labels.MetricName, n) }
+	minute := time.Minute.Milliseconds()
+	end := start.Add(3 * time.Hour).UnixMilli()
+	for _, c := range []struct {
+		step, window, shift int64
+		fn                  string
+	}{
+		{10 * minute, 2 * minute, 0, ""},
+		{10 * minute, 5 * minute, 0, "rate"},
+		{7 * minute, 3 * minute, 17_000, "rate"},
+		{20 * minute, 5 * minute, -minute, "max_over_time"},
+		{15 * minute, 4 * minute, 0, "sum_over_time"},
+		{10 * minute, 2 * minute, 0, "avg_over_time"},
+	} {
+		sw := &stepWindows{first: start.UnixMilli() + c.shift, step: c.step, window: c.window}
+		sw.last = sw.first + (end-sw.first)/c.step*c.step
+		hints := &promstorage.SelectHints{Start: sw.first - c.window + 1, End: sw.last, Step: c.step, Range: c.window, Func: c.fn}
+		for _, m := range []string{"queue", "reqs_total"} {
+			full := read(hints, nil, name(m))
+			got := read(hints, sw, name(m))
+			require.Len(t, got, len(full))
+			var kept, all int
+			for key, ss := range full {
+				want := []sample{}
+				for _, s := range ss {
+					if sw.keep(s.t) {
+						want = append(want, s)
+					}
+				}
+				require.Equal(t, want, got[key], "%s %+v", key, c)
+				kept, all = kept+len(want), all+len(ss)
+			}
+			require.Less(t, kept, all*3/4, "%s %+v: the step read drops samples", m, c)
+			require.NotZero(t, kept)
+		}
+	}
+	// Which tiers: the stitched range reads both.
+	ctx, rec := WithTierRecorder(context.Background())
+	q, err := db.Querier(start.UnixMilli(), end)
+	require.NoError(t, err)
+	ss := q.(*tieredQuerier).SelectAtSteps(ctx, true, &promstorage.SelectHints{Start: start.UnixMilli(), End: end, Step: 10 * minute, Range: 2 * minute}, start.UnixMilli()+2*minute-1, 10*minute, end, 2*minute, name("queue"))
+	require.True(t, ss.Next())
+	require.Equal(t, []Tier{TierRaw, Tier1m}, rec.Used())
+}
+
+func TestStepWindowsKeep(t *testing.T) {
+	w := &stepWindows{first: 100, step: 50, last: 200, window: 10}
+	for ts, want := range map[int64]bool{
+		89: false, 90: false, 91: true, 100: true, 101: false, 140: false, 141: true, 150: true,
+		151: false, 191: true, 200: true, 201: false, 241: false, 250: false,
+	} {
+		require.Equal(t, want, w.keep(ts), "t=%d", ts)
+	}
+	var none *stepWindows
+	require.True(t, none.keep(12345))
+}
