@@ -116,4 +116,20 @@ func TestStepWindowsKeep(t *testing.T) {
 	}
 	var none *stepWindows
 	require.True(t, none.keep(12345))
+
+	// filter (a cursor over ascending times) keeps what keep keeps.
+	for _, w := range []*stepWindows{w, {first: -7, step: 13, last: 300, window: 5}, {first: 0, step: 60, last: 600, window: 59}} {
+		var ts []int64
+		var vs []float64
+		var want []int64
+		for t := int64(-100); t <= 700; t += 3 {
+			ts, vs = append(ts, t), append(vs, float64(t))
+			if w.keep(t) {
+				want = append(want, t)
+			}
+		}
+		got, gotV := w.filter(ts, vs)
+		require.Equal(t, want, got)
+		require.Len(t, gotV, len(got))
+	}
 }

@@ -137,7 +137,7 @@ func runBench(ctx context.Context, o options) error {
 		results: map[string]*sysResult{},
 	}
 	log.Printf("data: %d models × %d instances = %d series, %s .. %s every %s: %d samples; logs in %s",
-		cfg.Models, instances, rep.series, cfg.Start.Format(time.RFC3339), end.Format(time.RFC3339), o.interval, rep.samples, outDir)
+		cfg.Models, instances, rep.series, cfg.Start.Format(time.RFC3339), cfg.End.Format(time.RFC3339), o.interval, rep.samples, outDir)
 
 	buildLog, err := os.Create(filepath.Join(outDir, "build.log"))
 	if err != nil {
