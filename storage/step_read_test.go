@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/promql/parser"
 	promstorage "github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 	"github.com/stretchr/testify/require"
@@ -132,4 +133,35 @@ func TestStepWindowsKeep(t *testing.T) {
 		require.Equal(t, want, got)
 		require.Len(t, gotV, len(got))
 	}
+}
+
+// TestExactTier: a range query reading whole windows through a function
+// whose value over whole windows is the same from any tier may read a
+// tier below the step/5 rule; anything else keeps the rule.
+func TestExactTier(t *testing.T) {
+	db := openTestDB(t, t.TempDir(), nil)
+	start := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	step := 20 * time.Minute
+	f := func(qs string, start time.Time, step time.Duration, want Tier) {
+		t.Helper()
+		expr, err := parser.NewParser(parser.Options{}).ParseExpr(qs)
+		require.NoError(t, err)
+		require.Equal(t, want, db.exactTier(expr, start, step, TierForStep(step, Tier5m), Tier5m), qs)
+	}
+	f(`histogram_quantile(0.95, sum by (le) (rate(lat_bucket[5m])))`, start, step, Tier5m)
+	f(`max_over_time(queue[1h])`, start, step, Tier5m)
+	f(`sum(increase(reqs_total[10m])) / sum(count_over_time(queue[1h]))`, start, step, Tier5m)
+	f(`max_over_time(queue[1h] offset 1h)`, start, step, Tier5m)
+	f(`max_over_time(queue[1h])`, start.Add(time.Minute), step, Tier1m) // not on 5m windows
+	f(`max_over_time(queue[1h])`, start, 22*time.Minute, Tier1m)        // step
+	f(`max_over_time(queue[1h] offset 1m)`, start, step, Tier1m)        // offset
+	f(`rate(lat_bucket[7m])`, start, step, Tier1m)                      // range
+	f(`rate(queue[5m])`, start, step, Tier1m)                           // a gauge's rate reads averages
+	f(`min_over_time(reqs_total[1h])`, start, step, Tier1m)             // a counter's min is not kept
+	f(`avg_over_time(queue[1h])`, start, step, Tier1m)                  // avg of unequal windows
+	f(`queue`, start, step, Tier1m)                                     // the lookback
+	f(`max_over_time(queue[1h:5m])`, start, step, Tier1m)               // subquery
+	f(`max_over_time({__name__=~"queue"}[1h])`, start, step, Tier1m)    // no name to type
+	f(`max_over_time(queue[1h])`, start, 10*time.Minute, Tier5m)        // step below 5 windows
+	f(`max_over_time(queue[1h])`, start, 2*time.Minute, Tier1m)         // whole 1m windows
 }

@@ -79,7 +79,13 @@ func (q *tieredQuerier) sel(ctx context.Context, hints *promstorage.SelectHints,
 		return promstorage.EmptySeriesSet()
 	}
 	maxTier := MaxSourceResolution(ctx)
-	pieces := db.plan(mint, maxt, TierForStep(step, maxTier), maxTier)
+	prefer := TierForStep(step, maxTier)
+	for _, m := range ms {
+		if t, ok := tierMatcher(m); ok {
+			prefer = min(max(prefer, t), maxTier)
+		}
+	}
+	pieces := db.plan(mint, maxt, prefer, maxTier)
 	rec := recorderFrom(ctx)
 	labelsOnly := fn == "series"
 	var (
@@ -124,6 +130,21 @@ func (q *tieredQuerier) sel(ctx context.Context, hints *promstorage.SelectHints,
 	return &seriesSet{series: out, i: -1}
 }
 
+// tierMatcher reads a matcher __rollup__="1m" or "5m": AdaptForTiers
+// (markTier) asks a Select to prefer that tier when it reads whole windows
+// of it (exactTier).
+func tierMatcher(m *labels.Matcher) (Tier, bool) {
+	if m.Name != RollupLabel || m.Type != labels.MatchEqual {
+		return 0, false
+	}
+	for _, t := range []Tier{Tier1m, Tier5m} {
+		if m.Value == t.String() {
+			return t, true
+		}
+	}
+	return 0, false
+}
+
 // splitRollupMatchers takes matchers on RollupLabel out of ms. An equality
 // matcher naming an aggregate (`__rollup__="max"`) selects that aggregate;
 // any other matcher on it selects nothing unless it matches the empty
@@ -138,6 +159,9 @@ func splitRollupMatchers(ms []*labels.Matcher) (user []*labels.Matcher, explicit
 		if m.Type == labels.MatchEqual {
 			if a, found := parseReadAgg(m.Value); found {
 				explicit = a
+				continue
+			}
+			if _, found := tierMatcher(m); found {
 				continue
 			}
 		}
