@@ -22,6 +22,17 @@
 // storage.DB.Raw, which is no TierPlanner, so their queries are never
 // rewritten.
 //
+// # Step reads and split ranges
+//
+// A range query whose windows (a selector's range, or the lookback) are
+// shorter than its step reads only the samples in them (stepread.go):
+// the storage keeps just those when it implements StepSelecter
+// (storage.DB does), any other Queryable's series are filtered on the
+// way to the engine. A long range query runs as parts on every core
+// (split.go). Neither changes an answer: TestPromQLCompliance runs
+// Prometheus' own PromQL test files through both, every range query
+// split.
+//
 // # Remote read
 //
 // RemoteRead (remoteread.go) adds prometheus.yml's remote_read endpoints

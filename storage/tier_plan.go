@@ -280,18 +280,22 @@ func (db *DB) AdaptForTiers(ctx context.Context, expr parser.Expr, start, end ti
 	mint := start.Add(-maxRange - lookback).UnixMilli()
 	maxTier := MaxSourceResolution(ctx)
 	prefer := TierForStep(step, maxTier)
-	exact := false
+	raised := false
 	if t := db.exactTier(expr, start, step, prefer, maxTier); t > prefer {
-		prefer, exact = t, true
+		prefer, raised = t, true
 	}
 	res := db.coarsest(mint, end.UnixMilli(), prefer, maxTier)
 	if res <= 0 {
 		return lookback, false
 	}
-	if exact {
-		// Every selector asks its Select for the tier (tierMatcher), and
-		// its ranges are whole windows: none is widened.
+	exact := false
+	if raised {
+		// Every selector asks its Select for the tier (tierMatcher). Its
+		// ranges, whole windows of the coarsest tier read, need no
+		// widening: each holds its windows' own points (a counter's
+		// boundary point included), so the answer is the finer tier's.
 		markTier(expr, prefer)
+		exact = db.exactOn(expr, start, step, res)
 	}
 	rewriteForResolution(expr, res, exact)
 	return max(lookback, 2*res), true
