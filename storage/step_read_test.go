@@ -164,4 +164,6 @@ func TestExactTier(t *testing.T) {
 	f(`max_over_time({__name__=~"queue"}[1h])`, start, step, Tier1m)    // no name to type
 	f(`max_over_time(queue[1h])`, start, 10*time.Minute, Tier5m)        // step below 5 windows
 	f(`max_over_time(queue[1h])`, start, 2*time.Minute, Tier1m)         // whole 1m windows
+	f(`rate(reqs_total[5m])`, start, 2*time.Minute, TierRaw)            // raw extrapolates, rollups do not
+	f(`rate(reqs_total[5m])`, start, 5*time.Minute, Tier5m)             // from 1m: the same increase
 }

@@ -179,7 +179,7 @@ func (db *DB) coarsest(mint, maxt int64, prefer, maxTier Tier) time.Duration {
 func (db *DB) exactTier(expr parser.Expr, start time.Time, step time.Duration, prefer, maxTier Tier) Tier {
 	best := prefer
 	for _, t := range []Tier{Tier1m, Tier5m} {
-		if t > prefer && t <= maxTier && db.exactOn(expr, start, step, t.Resolution()) {
+		if t > prefer && t <= maxTier && db.exactOn(expr, start, step, t.Resolution(), prefer == TierRaw) {
 			best = t
 		}
 	}
@@ -194,8 +194,10 @@ func (db *DB) exactTier(expr parser.Expr, start time.Time, step time.Duration, p
 // (its resets and the values at window boundaries are in every tier), or
 // max_over_time, min_over_time, sum_over_time or count_over_time of a
 // gauge (the window's own aggregates). No subquery, `@` or computed
-// duration.
-func (db *DB) exactOn(expr parser.Expr, start time.Time, step, res time.Duration) bool {
+// duration. From raw (fromRaw) rate and increase are not exact: raw
+// extrapolates over the first scrape interval where rollups measure from
+// boundary to boundary.
+func (db *DB) exactOn(expr parser.Expr, start time.Time, step, res time.Duration, fromRaw bool) bool {
 	r := res.Milliseconds()
 	if step <= 0 || step.Milliseconds()%r != 0 {
 		return false
@@ -232,7 +234,7 @@ func (db *DB) exactOn(expr parser.Expr, start time.Time, step, res time.Duration
 			switch call.Func.Name {
 			case "max_over_time":
 			case "rate", "increase":
-				ok = ok && counter
+				ok = ok && counter && !fromRaw
 			case "min_over_time", "sum_over_time", "count_over_time":
 				ok = ok && !counter
 			default:
@@ -295,7 +297,7 @@ func (db *DB) AdaptForTiers(ctx context.Context, expr parser.Expr, start, end ti
 		// widening: each holds its windows' own points (a counter's
 		// boundary point included), so the answer is the finer tier's.
 		markTier(expr, prefer)
-		exact = db.exactOn(expr, start, step, res)
+		exact = db.exactOn(expr, start, step, res, false)
 	}
 	rewriteForResolution(expr, res, exact)
 	return max(lookback, 2*res), true
