@@ -114,10 +114,11 @@
 // (resolution <= step/5, SelectHints.Step; or a coarser one still where
 // its answer is the same, see exactTier in tier_plan.go: a range query
 // whose steps, offsets and ranges are whole windows of it and whose every
-// selector is under max_over_time, rate or increase of a counter, or a
-// gauge's min, sum or count_over_time; AdaptForTiers then marks the
-// selectors with __rollup__="<tier>" and widens nothing), never coarser than the limit
-// in the context (WithMaxSourceResolution, the HTTP max_source_resolution);
+// selector is under max_over_time, rate or increase of a counter (from a
+// rollup tier only), or a gauge's min, sum or count_over_time;
+// AdaptForTiers then marks the selectors with __rollup__="<tier>" and
+// widens nothing), never coarser than the limit in the context
+// (WithMaxSourceResolution, the HTTP max_source_resolution);
 // each part of the range is read from the preferred tier where it has data,
 // else the next finer tier that has, else the next coarser one within the
 // limit. Raw has data from its retention horizon on, a rollup tier from its
