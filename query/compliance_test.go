@@ -36,6 +36,7 @@ func TestPromQLCompliance(t *testing.T) {
 	t.Run("split", func(t *testing.T) {
 		eng := newEngine(Options{MaxSamples: promqltest.DefaultMaxSamplesPerQuery, SplitParallelism: 4}, nil, nil, testFeatures)
 		eng.minSplitSteps = 2 // a part of one step would run as an instant query
+		eng.minSplitRange = 0
 		t.Cleanup(func() { _ = eng.Close() })
 		promqltest.RunBuiltinTestsWithStorage(t, eng, newStorage)
 	})

@@ -106,6 +106,9 @@ type Engine struct {
 	// gets (minStepsPerPart; the compliance test lowers it so that
 	// Prometheus' own test files run split).
 	minSplitSteps int
+	// minSplitRange is the shortest range a part gets (minRangePerPart;
+	// 0 in tests that split short ranges).
+	minSplitRange time.Duration
 }
 
 // features are the PromQL language features an engine enables. The
@@ -133,7 +136,7 @@ func newEngine(opts Options, logger *slog.Logger, reg prometheus.Registerer, f f
 		maxLength: opts.MaxQueryLength,
 		maxDepth:  opts.MaxQueryDepth,
 	}
-	e := &Engine{opts: opts, parser: p, minSplitSteps: minStepsPerPart}
+	e := &Engine{opts: opts, parser: p, minSplitSteps: minStepsPerPart, minSplitRange: minRangePerPart}
 	// Prometheus ties this to the global evaluation_interval (default 1m).
 	e.subqueryStepMs.Store(time.Minute.Milliseconds())
 	e.slots = newSlots(opts.MaxConcurrent)
