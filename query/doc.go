@@ -18,9 +18,22 @@
 // (storage.DB does), the engine parses the query, lets the planner adapt
 // it (AdaptForTiers), and runs the adapted text with the lookback delta
 // the planner asks for. The answer is then exactly the widened query's: on
-// the 5m tier rate(x[5m]) answers rate(x[10m]). Rules evaluate over
+// the 5m tier rate(x[5m]) answers rate(x[10m]), unless the planner read
+// the 5m tier only because its whole windows give the 1m tier's answer
+// (storage's exactTier), where nothing is widened. Rules evaluate over
 // storage.DB.Raw, which is no TierPlanner, so their queries are never
 // rewritten.
+//
+// # Step reads and split ranges
+//
+// A range query whose windows (a selector's range, or the lookback) are
+// shorter than its step reads only the samples in them (stepread.go):
+// the storage keeps just those when it implements StepSelecter
+// (storage.DB does), any other Queryable's series are filtered on the
+// way to the engine. A long range query runs as parts on every core
+// (split.go). Neither changes an answer: TestPromQLCompliance runs
+// Prometheus' own PromQL test files through both, every range query
+// split.
 //
 // # Remote read
 //

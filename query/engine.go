@@ -102,20 +102,41 @@ type Engine struct {
 	parts *promql.Engine
 	// subqueryStepMs is the step of subqueries written without one.
 	subqueryStepMs atomic.Int64
+	// minSplitSteps is the fewest steps a part of a split range query
+	// gets (minStepsPerPart; the compliance test lowers it so that
+	// Prometheus' own test files run split).
+	minSplitSteps int
+	// minSplitRange is the shortest range a part gets (minRangePerPart;
+	// 0 in tests that split short ranges).
+	minSplitRange time.Duration
+}
+
+// features are the PromQL language features an engine enables. The
+// appliance runs Prometheus' defaults (the zero value); the compliance
+// test runs Prometheus' test files with the features they are written
+// for (promqltest.NewTestEngine's).
+type features struct {
+	parser             parser.Options
+	delayedNameRemoval bool
+	startTimestamps    bool
 }
 
 // New returns an engine with opts (zero fields take defaults). reg may be nil.
 func New(opts Options, logger *slog.Logger, reg prometheus.Registerer) *Engine {
+	return newEngine(opts, logger, reg, features{})
+}
+
+func newEngine(opts Options, logger *slog.Logger, reg prometheus.Registerer, f features) *Engine {
 	opts = opts.withDefaults()
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	p := limitedParser{
-		Parser:    parser.NewParser(parser.Options{}),
+		Parser:    parser.NewParser(f.parser),
 		maxLength: opts.MaxQueryLength,
 		maxDepth:  opts.MaxQueryDepth,
 	}
-	e := &Engine{opts: opts, parser: p}
+	e := &Engine{opts: opts, parser: p, minSplitSteps: minStepsPerPart, minSplitRange: minRangePerPart}
 	// Prometheus ties this to the global evaluation_interval (default 1m).
 	e.subqueryStepMs.Store(time.Minute.Milliseconds())
 	e.slots = newSlots(opts.MaxConcurrent)
@@ -129,7 +150,8 @@ func New(opts Options, logger *slog.Logger, reg prometheus.Registerer) *Engine {
 		EnableAtModifier:         true,
 		EnableNegativeOffset:     true,
 		EnablePerStepStats:       true,
-		EnableDelayedNameRemoval: false,
+		EnableDelayedNameRemoval: f.delayedNameRemoval,
+		UseStartTimestamps:       f.startTimestamps,
 		Parser:                   p,
 		NoStepSubqueryIntervalFn: func(int64) int64 { return e.subqueryStepMs.Load() },
 	}

@@ -43,6 +43,7 @@ func TestFullQueueIsATimeout(t *testing.T) {
 	st := promqltest.LoadedStorage(t, "load 1m\n  up 1+0x1000\n")
 	t.Cleanup(func() { st.Close() })
 	e := New(Options{SplitParallelism: 2, MaxConcurrent: 1, Timeout: 100 * time.Millisecond}, nil, nil)
+	e.minSplitRange = 0 // split the 16-hour range
 	ctx := context.Background()
 	_, err := e.slots.Insert(ctx, "holder")
 	require.NoError(t, err)

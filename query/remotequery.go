@@ -154,6 +154,16 @@ func (h hubQueryable) ChunkQuerier(mint, maxt int64) (storage.ChunkQuerier, erro
 	return h.local.ChunkQuerier(mint, maxt)
 }
 
+// AdaptForTiers is the local storage's (TierPlanner): without it the
+// engine would run every local query unadapted to the tiers it reads
+// (hub mode sends queries away before they are adapted).
+func (h hubQueryable) AdaptForTiers(ctx context.Context, expr parser.Expr, start, end time.Time, step, lookback time.Duration) (time.Duration, bool) {
+	if p, ok := h.local.(TierPlanner); ok {
+		return p.AdaptForTiers(ctx, expr, start, end, step, lookback)
+	}
+	return lookback, false
+}
+
 // headerRoundTripper adds remote_query.headers to every request.
 type headerRoundTripper struct {
 	next    http.RoundTripper

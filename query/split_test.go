@@ -32,6 +32,9 @@ load 1m
 	ctx := context.Background()
 	whole := New(Options{SplitParallelism: 1}, nil, nil)
 	split := New(Options{SplitParallelism: 3}, nil, nil)
+	// The ranges here are hours: parts of any length (minRangePerPart is
+	// checked below).
+	split.minSplitRange = 0
 	start, end, step := time.Unix(600, 0), time.Unix(59_400, 0), 60*time.Second // 981 steps
 
 	for _, qs := range []string{
@@ -55,15 +58,37 @@ load 1m
 		})
 	}
 
+	// Parts of at least minRangePerPart: 7 days run whole, 30 days in
+	// parts of 7.5 days, 90 days in three.
+	def := New(Options{SplitParallelism: 3}, nil, nil)
+	now := time.Unix(90*86400, 0)
+	for days, want := range map[int]int{1: 1, 7: 1, 14: 2, 30: 3, 90: 3} {
+		rng := time.Duration(days) * 24 * time.Hour
+		require.Equal(t, want, def.splitParts(mustParse(t, def, `queue`), now.Add(-rng), now, rng/500), "%d days", days)
+	}
+
 	// Not split: too few steps, or a value tied to the range's ends.
 	require.Equal(t, 1, split.splitParts(mustParse(t, split, `queue`), start, start.Add(150*step), step))
 	require.Equal(t, 1, split.splitParts(mustParse(t, split, `queue @ end()`), start, end, step))
 	require.Equal(t, 1, split.splitParts(mustParse(t, split, `rate(queue[5m] @ start())`), start, end, step))
 	require.Equal(t, 1, split.splitParts(mustParse(t, split, `max_over_time(queue[5m:1m] @ end())`), start, end, step))
 	require.Equal(t, 1, whole.splitParts(mustParse(t, whole, `queue`), start, end, step))
+	// Durations and functions of the query's range (found by
+	// TestPromQLCompliance: each part would see its own range).
+	exp := newEngine(Options{SplitParallelism: 3}, nil, nil, testFeatures)
+	exp.minSplitRange = 0
+	for _, qs := range []string{
+		`rate(queue[step()])`, `queue offset range()`, `max_over_time(queue[2 * step()])`,
+		`queue offset min_of(range(), 8s)`, `avg_over_time(queue[5m:step()])`,
+		`step()`, `vector(range())`, `queue + end()`, `start()`,
+	} {
+		require.Equal(t, 1, exp.splitParts(mustParse(t, exp, qs), start, end, step), qs)
+	}
+	require.Equal(t, 3, exp.splitParts(mustParse(t, exp, `rate(queue[5m] offset (1h + 5m))`), start, end, step))
 
 	// Errors and limits reach the caller as the unsplit query's would.
 	small := New(Options{SplitParallelism: 2, MaxSamples: 10}, nil, nil)
+	small.minSplitRange = 0
 	q, err := small.NewRangeQuery(ctx, st, nil, `http_requests_total[1h]`, start, end, step)
 	require.Error(t, err, "a range vector is refused before the split")
 	require.Nil(t, q)

@@ -60,7 +60,16 @@ func (e *Engine) NewRangeQuery(ctx context.Context, q storage.Queryable, opts pr
 			return withDeadline(e.newSplitQuery(ctx, q, opts, qs, start, end, interval, n))(deadline)
 		}
 	}
+	q = e.withStepReads(q, qs, start, end, interval, e.lookback(opts))
 	return withDeadline(e.Engine.NewRangeQuery(ctx, q, opts, qs, start, end, interval))(deadline)
+}
+
+// lookback is the lookback delta a query with opts runs with.
+func (e *Engine) lookback(opts promql.QueryOpts) time.Duration {
+	if opts != nil && opts.LookbackDelta() > 0 {
+		return opts.LookbackDelta()
+	}
+	return e.opts.LookbackDelta
 }
 
 // withDeadline makes a query's execution end by the deadline set when it
@@ -118,10 +127,7 @@ func (e *Engine) prepare(ctx context.Context, q storage.Queryable, opts promql.Q
 // storage.DB.AdaptForTiers), and the engine carries the lookback it asks
 // for in the query's options.
 func (e *Engine) forTiers(ctx context.Context, planner TierPlanner, opts promql.QueryOpts, qs string, expr parser.Expr, start, end time.Time, step time.Duration) (string, promql.QueryOpts) {
-	lookback := e.opts.LookbackDelta
-	if opts != nil && opts.LookbackDelta() > 0 {
-		lookback = opts.LookbackDelta()
-	}
+	lookback := e.lookback(opts)
 	lb, ok := planner.AdaptForTiers(ctx, expr, start, end, step, lookback)
 	if !ok {
 		return qs, opts

@@ -48,6 +48,11 @@ func TestForTiers(t *testing.T) {
 	f(storage.Tier5m, nil, `count_over_time(up{job="a"}[1h])`, `sum_over_time(up{__rollup__="count",job="a"}[1h])`, 10*time.Minute)
 	f(storage.Tier5m, promql.NewPrometheusQueryOpts(true, time.Minute, nil), `x`, `x`, 10*time.Minute)
 	f(storage.Tier5m, promql.NewPrometheusQueryOpts(true, 20*time.Minute, nil), `x`, `x`, 20*time.Minute)
+	// What the appliance wires in (storage.remote_query's Queryable over
+	// the DB) plans the same.
+	hub := (*RemoteQuery)(nil).Queryable(db)
+	got, _, _ := e.prepare(storage.WithMaxSourceResolution(context.Background(), storage.Tier5m), hub, nil, `count_over_time(up[1h])`, now.Add(-time.Hour), now, time.Hour)
+	require.Equal(t, `sum_over_time(up{__rollup__="count"}[1h])`, got)
 	// Unparseable: passed on for the engine to report.
 	f(storage.Tier5m, nil, `rate(x[`, `rate(x[`, 0)
 
@@ -57,7 +62,7 @@ func TestForTiers(t *testing.T) {
 
 	// A Queryable without tiers (rules read storage.DB.Raw) gets the
 	// query unchanged.
-	got, opts, _ := e.prepare(ctx, db.Raw(), promql.NewPrometheusQueryOpts(false, time.Minute, nil), `count_over_time(x[1m])`, now, now, 0)
+	got, opts, _ = e.prepare(ctx, db.Raw(), promql.NewPrometheusQueryOpts(false, time.Minute, nil), `count_over_time(x[1m])`, now, now, 0)
 	require.Equal(t, `count_over_time(x[1m])`, got)
 	require.Equal(t, time.Minute, opts.LookbackDelta())
 	got, _, _ = e.prepare(ctx, promstorage.QueryableFunc(func(int64, int64) (promstorage.Querier, error) { return promstorage.NoopQuerier(), nil }), nil, `count_over_time(x[1m])`, now, now, 0)

@@ -43,9 +43,14 @@ func (d *decodeBatch) add(s *series, b *vmstorage.Block) {
 // decode appends the batch's rows in tr to their series, in parallel one
 // series per task, adds the count to samples, and empties the batch.
 func (d *decodeBatch) decode(ctx context.Context, tr vmstorage.TimeRange, samples *atomic.Int64) error {
+	return d.decodeAt(ctx, tr, nil, samples)
+}
+
+// decodeAt is decode of the rows in sw's windows only.
+func (d *decodeBatch) decodeAt(ctx context.Context, tr vmstorage.TimeRange, sw *stepWindows, samples *atomic.Int64) error {
 	defer d.release()
 	return parallel(ctx, len(d.series), func(i int) error {
-		n, err := d.series[i].decodeBlocks(tr)
+		n, err := d.series[i].decodeBlocks(tr, sw)
 		samples.Add(int64(n))
 		return err
 	})
@@ -62,10 +67,10 @@ func (d *decodeBatch) release() {
 	d.series, d.blocks = d.series[:0], 0
 }
 
-// decodeBlocks appends the rows in tr of the series' pending blocks and
+// decodeBlocks appends the rows in tr (and sw) of the series' pending blocks and
 // returns how many it added. A panic in VictoriaMetrics' decoder (a
 // corrupt block) is returned as an error.
-func (s *series) decodeBlocks(tr vmstorage.TimeRange) (added int, err error) {
+func (s *series) decodeBlocks(tr vmstorage.TimeRange, sw *stepWindows) (added int, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("corrupt block: %v", r)
@@ -86,7 +91,10 @@ func (s *series) decodeBlocks(tr vmstorage.TimeRange) (added int, err error) {
 		if err := b.UnmarshalData(); err != nil {
 			return 0, errors.Join(errors.New("corrupt block"), err)
 		}
+		n := len(sc.ts)
 		sc.ts, sc.vs = b.AppendRowsWithTimeRangeFilter(sc.ts, sc.vs, tr)
+		ts, vs := sw.filter(sc.ts[n:], sc.vs[n:])
+		sc.ts, sc.vs = sc.ts[:n+len(ts)], sc.vs[:n+len(vs)]
 	}
 	return 0, nil
 }

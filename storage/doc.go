@@ -111,8 +111,14 @@
 // Reading. DB.Querier stitches the tiers; DB.Raw is raw alone, for alert
 // and recording rules. For each Select the querier splits the time range:
 // the preferred tier is raw, or a coarser one when the step allows it
-// (resolution <= step/5, SelectHints.Step), never coarser than the limit
-// in the context (WithMaxSourceResolution, the HTTP max_source_resolution);
+// (resolution <= step/5, SelectHints.Step; or a coarser one still where
+// its answer is the same, see exactTier in tier_plan.go: a range query
+// whose steps, offsets and ranges are whole windows of it and whose every
+// selector is under max_over_time, rate or increase of a counter (from a
+// rollup tier only), or a gauge's min, sum or count_over_time;
+// AdaptForTiers then marks the selectors with __rollup__="<tier>" and
+// widens nothing), never coarser than the limit in the context
+// (WithMaxSourceResolution, the HTTP max_source_resolution);
 // each part of the range is read from the preferred tier where it has data,
 // else the next finer tier that has, else the next coarser one within the
 // limit. Raw has data from its retention horizon on, a rollup tier from its
@@ -141,6 +147,14 @@
 // stddev_over_time, deriv and the like see one average per window.
 // count_over_time of a counter finds nothing in a rollup tier (counters
 // keep no count).
+//
+// Step reads. A range query whose windows (range, or lookback) are
+// shorter than its step reads through SelectAtSteps (package query's
+// StepSelecter): only the samples some step's window holds are kept, from
+// raw as they are decoded, from a rollup tier once its points are made
+// (a counter's boundary points depend on the rows around them). The
+// engine sees the same samples in every window, so nothing it computes
+// changes; at 90 days and a 4h20m step it is 3 of every 52 windows.
 //
 // Prometheus' engine computes range windows and the lookback itself and
 // drops samples outside them, so a Select cannot widen them by returning

@@ -279,8 +279,14 @@ func (db *DB) searchSeries(ctx context.Context, tier Tier, tfs []*vmstorage.TagF
 }
 
 // readSeries reads every block of the matching series in [mint, maxt] and
-// merges the blocks of each series into one sorted, de-duplicated list.
+// merges the blocks of each series into one sorted, de-duplicated list;
+// with sw, of the samples in its windows only (raw: each sample stands
+// for itself, so which are kept does not depend on the others).
 func (db *DB) readSeries(ctx context.Context, tier Tier, tfs []*vmstorage.TagFilters, mint, maxt int64) (set []*series, err error) {
+	return db.readSeriesAt(ctx, tier, tfs, mint, maxt, nil)
+}
+
+func (db *DB) readSeriesAt(ctx context.Context, tier Tier, tfs []*vmstorage.TagFilters, mint, maxt int64, sw *stepWindows) (set []*series, err error) {
 	if err := db.readLock(); err != nil {
 		return nil, err
 	}
@@ -318,7 +324,7 @@ func (db *DB) readSeries(ctx context.Context, tier Tier, tfs []*vmstorage.TagFil
 	)
 	defer batch.release()
 	flush := func() error {
-		if err := batch.decode(ctx, tr, &samples); err != nil {
+		if err := batch.decodeAt(ctx, tr, sw, &samples); err != nil {
 			return fmt.Errorf("read %s tier: %w", tier, err)
 		}
 		if samples.Load() > int64(db.opts.MaxSamplesPerQuery) {

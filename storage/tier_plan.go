@@ -160,11 +160,90 @@ func (db *DB) plan(mint, maxt int64, prefer, maxTier Tier) []piece {
 // raw only); AdaptForTiers plans with it.
 func (db *DB) CoarsestResolution(ctx context.Context, mint, maxt int64, step time.Duration) time.Duration {
 	maxTier := MaxSourceResolution(ctx)
+	return db.coarsest(mint, maxt, TierForStep(step, maxTier), maxTier)
+}
+
+func (db *DB) coarsest(mint, maxt int64, prefer, maxTier Tier) time.Duration {
 	var res time.Duration
-	for _, p := range db.plan(mint, maxt, TierForStep(step, maxTier), maxTier) {
+	for _, p := range db.plan(mint, maxt, prefer, maxTier) {
 		res = max(res, p.tier.Resolution())
 	}
 	return res
+}
+
+// exactTier returns the coarsest tier, from prefer up to maxTier, whose
+// rollups give a range query of expr from start at step the answer the
+// finer tiers give (see exactOn), so that it may be read below the
+// step/5 rule: a 7-day chart at a 20-minute step reads the 5m tier, a
+// fifth of the 1m tier's rows.
+func (db *DB) exactTier(expr parser.Expr, start time.Time, step time.Duration, prefer, maxTier Tier) Tier {
+	best := prefer
+	for _, t := range []Tier{Tier1m, Tier5m} {
+		if t > prefer && t <= maxTier && db.exactOn(expr, start, step, t.Resolution(), prefer == TierRaw) {
+			best = t
+		}
+	}
+	return best
+}
+
+// exactOn reports whether every selector of expr, evaluated at start +
+// k*step, reads whole windows of resolution res through a function whose
+// value over whole windows is the same from any tier: the step and each
+// selector's evaluation times (less its offset) are multiples of res, its
+// range is too, and it is max_over_time, rate or increase of a counter
+// (its resets and the values at window boundaries are in every tier), or
+// max_over_time, min_over_time, sum_over_time or count_over_time of a
+// gauge (the window's own aggregates). No subquery, `@` or computed
+// duration. From raw (fromRaw) rate and increase are not exact: raw
+// extrapolates over the first scrape interval where rollups measure from
+// boundary to boundary.
+func (db *DB) exactOn(expr parser.Expr, start time.Time, step, res time.Duration, fromRaw bool) bool {
+	r := res.Milliseconds()
+	if step <= 0 || step.Milliseconds()%r != 0 {
+		return false
+	}
+	ok, found := true, false
+	parser.Inspect(expr, func(n parser.Node, path []parser.Node) error {
+		switch n := n.(type) {
+		case *parser.SubqueryExpr:
+			ok = false
+		case *parser.VectorSelector:
+			found = true
+			if n.Timestamp != nil || n.StartOrEnd != 0 || n.OriginalOffsetExpr != nil || n.Anchored || n.Smoothed ||
+				(start.UnixMilli()-n.OriginalOffset.Milliseconds())%r != 0 || len(path) < 2 {
+				ok = false
+				return nil
+			}
+			ms, isRange := path[len(path)-1].(*parser.MatrixSelector)
+			call, isCall := path[len(path)-2].(*parser.Call)
+			if !isRange || !isCall || ms.RangeExpr != nil || ms.Range <= 0 || ms.Range%res != 0 {
+				ok = false
+				return nil
+			}
+			name := ""
+			for _, m := range n.LabelMatchers {
+				if m.Name == labels.MetricName && m.Type == labels.MatchEqual {
+					name = m.Value
+				}
+			}
+			if name == "" {
+				ok = false
+				return nil
+			}
+			counter := db.isCounter(name)
+			switch call.Func.Name {
+			case "max_over_time":
+			case "rate", "increase":
+				ok = ok && counter && !fromRaw
+			case "min_over_time", "sum_over_time", "count_over_time":
+				ok = ok && !counter
+			default:
+				ok = false
+			}
+		}
+		return nil
+	})
+	return ok && found
 }
 
 // AdaptForTiers prepares a parsed PromQL query over [start, end] at step
@@ -201,17 +280,45 @@ func (db *DB) AdaptForTiers(ctx context.Context, expr parser.Expr, start, end ti
 		return nil
 	})
 	mint := start.Add(-maxRange - lookback).UnixMilli()
-	res := db.CoarsestResolution(ctx, mint, end.UnixMilli(), step)
+	maxTier := MaxSourceResolution(ctx)
+	prefer := TierForStep(step, maxTier)
+	raised := false
+	if t := db.exactTier(expr, start, step, prefer, maxTier); t > prefer {
+		prefer, raised = t, true
+	}
+	res := db.coarsest(mint, end.UnixMilli(), prefer, maxTier)
 	if res <= 0 {
 		return lookback, false
 	}
-	rewriteForResolution(expr, res)
+	exact := false
+	if raised {
+		// Every selector asks its Select for the tier (tierMatcher). Its
+		// ranges, whole windows of the coarsest tier read, need no
+		// widening: each holds its windows' own points (a counter's
+		// boundary point included), so the answer is the finer tier's.
+		markTier(expr, prefer)
+		exact = db.exactOn(expr, start, step, res, false)
+	}
+	rewriteForResolution(expr, res, exact)
 	return max(lookback, 2*res), true
 }
 
-// rewriteForResolution widens short range selectors to 2*res and turns
-// count_over_time into a sum of stored counts, in place.
-func rewriteForResolution(expr parser.Expr, res time.Duration) {
+// markTier adds to every selector of expr the matcher that makes its
+// Select prefer tier t (see splitRollupMatchers).
+func markTier(expr parser.Expr, t Tier) {
+	parser.Inspect(expr, func(n parser.Node, _ []parser.Node) error {
+		if vs, ok := n.(*parser.VectorSelector); ok {
+			vs.LabelMatchers = append(vs.LabelMatchers, labels.MustNewMatcher(labels.MatchEqual, RollupLabel, t.String()))
+		}
+		return nil
+	})
+}
+
+// rewriteForResolution widens short range selectors to 2*res (unless
+// exact: whole windows of a tier read below the step/5 rule, where the
+// window's own rollup points suffice) and turns count_over_time into a
+// sum of stored counts, in place.
+func rewriteForResolution(expr parser.Expr, res time.Duration, exact bool) {
 	parser.Inspect(expr, func(n parser.Node, _ []parser.Node) error {
 		switch n := n.(type) {
 		case *parser.Call:
@@ -229,7 +336,7 @@ func rewriteForResolution(expr parser.Expr, res time.Duration) {
 			n.Func = parser.Functions["sum_over_time"]
 			vs.LabelMatchers = append(vs.LabelMatchers, labels.MustNewMatcher(labels.MatchEqual, RollupLabel, "count"))
 		case *parser.MatrixSelector:
-			if n.RangeExpr == nil && n.Range < 2*res {
+			if !exact && n.RangeExpr == nil && n.Range < 2*res {
 				n.Range = 2 * res
 			}
 		}

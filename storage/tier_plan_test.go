@@ -45,6 +45,15 @@ func TestAdaptForTiers(t *testing.T) {
 	f(Tier5m, `count_over_time(up{job="a"}[1h])`, `sum_over_time(up{__rollup__="count",job="a"}[1h])`, 10*time.Minute)
 	f(Tier5m, `max_over_time(x[30m:1m])`, `max_over_time(x[30m:1m])`, 10*time.Minute)
 
+	// A 20-minute step prefers 1m (step/5), but whole 5m windows of a
+	// counter's rate read the 5m tier, unwidened, as they would read 1m.
+	expr0, err := p.ParseExpr(`sum by (le) (rate(x_bucket[5m]))`)
+	require.NoError(t, err)
+	lb0, ok0 := db.AdaptForTiers(WithMaxSourceResolution(context.Background(), Tier5m), expr0, now.Add(-time.Hour), now, 20*time.Minute, 5*time.Minute)
+	require.True(t, ok0)
+	require.Equal(t, `sum by (le) (rate(x_bucket{__rollup__="5m"}[5m]))`, expr0.String())
+	require.Equal(t, 10*time.Minute, lb0)
+
 	// An instant query prefers raw, which covers the last week: untouched.
 	expr, err := p.ParseExpr(`rate(x[1m])`)
 	require.NoError(t, err)

@@ -66,8 +66,102 @@ func rollupsFor(a readAgg) []rollupAgg {
 	return []rollupAgg{aggCounter, aggSum, aggCount}
 }
 
+// stepWindows are the windows (t-window, t] a range query reads a
+// selector in, at t = first, first+step, ... up to last (milliseconds;
+// see query.StepSelecter). A nil *stepWindows keeps every sample.
+type stepWindows struct {
+	first, step, last, window int64
+}
+
+// keep reports whether a sample at t is in one of the windows.
+func (w *stepWindows) keep(t int64) bool {
+	if w == nil {
+		return true
+	}
+	if t > w.last || t <= w.first-w.window {
+		return false
+	}
+	if t <= w.first {
+		return true
+	}
+	// The first step at or after t.
+	k := (t - w.first + w.step - 1) / w.step
+	at := w.first + k*w.step
+	return at <= w.last && at-t < w.window
+}
+
+// filter keeps the samples in the windows, in place; ts is sorted.
+func (w *stepWindows) filter(ts []int64, vs []float64) ([]int64, []float64) {
+	if w == nil {
+		return ts, vs
+	}
+	j := 0
+	var c stepCursor
+	for i, t := range ts {
+		if c.keep(w, t) {
+			ts[j], vs[j] = t, vs[i]
+			j++
+		}
+	}
+	return ts[:j], vs[:j]
+}
+
+// stepCursor is keep for ascending times: it divides only when t passes
+// the step it found last, not at every sample.
+type stepCursor struct {
+	at  int64 // the first step at or after the last t
+	set bool
+}
+
+func (c *stepCursor) keep(w *stepWindows, t int64) bool {
+	if t <= w.first {
+		return t > w.first-w.window
+	}
+	if !c.set || t > c.at {
+		c.at, c.set = w.first+(t-w.first+w.step-1)/w.step*w.step, true
+	}
+	return c.at <= w.last && c.at-t < w.window
+}
+
+// boundaryPointsAt is withBoundaryPoints keeping only the points in sw's
+// windows, without making the others: of a 90-day counter at a 4h20m step
+// that is 3 of 52 windows.
+func boundaryPointsAt(s *series, res int64, sw *stepWindows) *series {
+	if sw == nil {
+		return withBoundaryPoints(s, res)
+	}
+	if len(s.ts) < 2 {
+		s.ts, s.vs = sw.filter(s.ts, s.vs)
+		return s
+	}
+	var ts []int64
+	var vs []float64
+	var c stepCursor
+	end := windowEnd(s.ts[0], res)
+	for i, t := range s.ts {
+		if t > end {
+			if end += res; t > end {
+				end = windowEnd(t, res)
+			}
+		}
+		if c.keep(sw, t) {
+			ts, vs = append(ts, t), append(vs, s.vs[i])
+		}
+		if i+1 < len(s.ts) && s.ts[i+1] > end+1 && c.keep(sw, end+1) {
+			ts, vs = append(ts, end+1), append(vs, s.vs[i])
+		}
+	}
+	s.ts, s.vs = ts, vs
+	return s
+}
+
 // readRaw reads the raw tier; with readCount each sample reads as 1.
 func (db *DB) readRaw(ctx context.Context, ms []*labels.Matcher, a readAgg, mint, maxt int64) ([]*series, error) {
+	return db.readRawAt(ctx, ms, a, mint, maxt, nil)
+}
+
+// readRawAt is readRaw of the samples in sw's windows only.
+func (db *DB) readRawAt(ctx context.Context, ms []*labels.Matcher, a readAgg, mint, maxt int64, sw *stepWindows) ([]*series, error) {
 	tfs, err := toTagFilters(ms)
 	if err != nil {
 		return nil, err
@@ -75,7 +169,10 @@ func (db *DB) readRaw(ctx context.Context, ms []*labels.Matcher, a readAgg, mint
 	// The head first: what it no longer shows was flushed before this
 	// read and is found in VictoriaMetrics (head.go).
 	fromHead := db.head.read(ms, mint, maxt, false)
-	set, err := db.readSeries(ctx, TierRaw, tfs, mint, maxt)
+	for _, s := range fromHead {
+		s.ts, s.vs = sw.filter(s.ts, s.vs)
+	}
+	set, err := db.readSeriesAt(ctx, TierRaw, tfs, mint, maxt, sw)
 	if err != nil {
 		return nil, err
 	}
@@ -99,6 +196,14 @@ func (db *DB) readRaw(ctx context.Context, ms []*labels.Matcher, a readAgg, mint
 // readRollup reads aggregate a of the series matching ms from a rollup
 // tier and returns them under their own labels (without RollupLabel).
 func (db *DB) readRollup(ctx context.Context, tier Tier, a readAgg, ms []*labels.Matcher, mint, maxt int64) ([]*series, error) {
+	return db.readRollupAt(ctx, tier, a, ms, mint, maxt, nil)
+}
+
+// readRollupAt is readRollup of the points in sw's windows only. Those
+// are chosen from what the tier's rows read as (a window's newest
+// version, a counter's boundary points), not from the rows: the rows
+// outside the windows decide which points are inside them.
+func (db *DB) readRollupAt(ctx context.Context, tier Tier, a readAgg, ms []*labels.Matcher, mint, maxt int64, sw *stepWindows) ([]*series, error) {
 	aggs := rollupsFor(a)
 	names := make([]string, len(aggs))
 	for i, g := range aggs {
@@ -146,7 +251,7 @@ func (db *DB) readRollup(ctx context.Context, tier Tier, a readAgg, ms []*labels
 		var s *series
 		switch c := gr.by[aggCounter]; {
 		case c != nil:
-			s = withBoundaryPoints(c, res)
+			s = boundaryPointsAt(c, res, sw)
 		case a == readMax:
 			s = windowed(gr.by[aggMax], res)
 		case a == readMin:
@@ -165,7 +270,11 @@ func (db *DB) readRollup(ctx context.Context, tier Tier, a readAgg, ms []*labels
 		if s == nil {
 			continue
 		}
-		if s.trimBefore(mint); len(s.ts) == 0 {
+		s.trimBefore(mint)
+		if gr.by[aggCounter] == nil {
+			s.ts, s.vs = sw.filter(s.ts, s.vs)
+		}
+		if len(s.ts) == 0 {
 			continue
 		}
 		s.lset = gr.base

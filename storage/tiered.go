@@ -41,6 +41,22 @@ func (*tieredQuerier) Close() error { return nil }
 // per series. The aggregate read from a rollup tier follows hints.Func
 // (readAggFor), or a matcher __rollup__="<agg>".
 func (q *tieredQuerier) Select(ctx context.Context, _ bool, hints *promstorage.SelectHints, ms ...*labels.Matcher) promstorage.SeriesSet {
+	return q.sel(ctx, hints, nil, ms)
+}
+
+// SelectAtSteps is Select keeping, of each series, only the points at
+// times t with first+k*step-window < t <= first+k*step <= last for some
+// k >= 0: those a range query's steps read (query.StepSelecter). From raw
+// the other samples are dropped as they are decoded, from a rollup tier
+// once the points are made (see readRollup).
+func (q *tieredQuerier) SelectAtSteps(ctx context.Context, _ bool, hints *promstorage.SelectHints, first, step, last, window int64, ms ...*labels.Matcher) promstorage.SeriesSet {
+	if step <= 0 || window <= 0 {
+		return q.sel(ctx, hints, nil, ms)
+	}
+	return q.sel(ctx, hints, &stepWindows{first: first, step: step, last: last, window: window}, ms)
+}
+
+func (q *tieredQuerier) sel(ctx context.Context, hints *promstorage.SelectHints, sw *stepWindows, ms []*labels.Matcher) promstorage.SeriesSet {
 	db := q.raw.db
 	mint, maxt := q.raw.mint, q.raw.maxt
 	var step time.Duration
@@ -63,7 +79,13 @@ func (q *tieredQuerier) Select(ctx context.Context, _ bool, hints *promstorage.S
 		return promstorage.EmptySeriesSet()
 	}
 	maxTier := MaxSourceResolution(ctx)
-	pieces := db.plan(mint, maxt, TierForStep(step, maxTier), maxTier)
+	prefer := TierForStep(step, maxTier)
+	for _, m := range ms {
+		if t, ok := tierMatcher(m); ok {
+			prefer = min(max(prefer, t), maxTier)
+		}
+	}
+	pieces := db.plan(mint, maxt, prefer, maxTier)
 	rec := recorderFrom(ctx)
 	labelsOnly := fn == "series"
 	var (
@@ -78,9 +100,9 @@ func (q *tieredQuerier) Select(ctx context.Context, _ bool, hints *promstorage.S
 		case labelsOnly:
 			set, err = db.searchTier(ctx, p.tier, user, p.mint, p.maxt, hints.Limit)
 		case p.tier == TierRaw:
-			set, err = db.readRaw(ctx, user, explicit, p.mint, p.maxt)
+			set, err = db.readRawAt(ctx, user, explicit, p.mint, p.maxt, sw)
 		default:
-			set, err = db.readRollup(ctx, p.tier, readAggFor(fn, explicit), user, p.mint, p.maxt)
+			set, err = db.readRollupAt(ctx, p.tier, readAggFor(fn, explicit), user, p.mint, p.maxt, sw)
 		}
 		if err != nil {
 			return promstorage.ErrSeriesSet(err)
@@ -108,6 +130,21 @@ func (q *tieredQuerier) Select(ctx context.Context, _ bool, hints *promstorage.S
 	return &seriesSet{series: out, i: -1}
 }
 
+// tierMatcher reads a matcher __rollup__="1m" or "5m": AdaptForTiers
+// (markTier) asks a Select to prefer that tier when it reads whole windows
+// of it (exactTier).
+func tierMatcher(m *labels.Matcher) (Tier, bool) {
+	if m.Name != RollupLabel || m.Type != labels.MatchEqual {
+		return 0, false
+	}
+	for _, t := range []Tier{Tier1m, Tier5m} {
+		if m.Value == t.String() {
+			return t, true
+		}
+	}
+	return 0, false
+}
+
 // splitRollupMatchers takes matchers on RollupLabel out of ms. An equality
 // matcher naming an aggregate (`__rollup__="max"`) selects that aggregate;
 // any other matcher on it selects nothing unless it matches the empty
@@ -122,6 +159,9 @@ func splitRollupMatchers(ms []*labels.Matcher) (user []*labels.Matcher, explicit
 		if m.Type == labels.MatchEqual {
 			if a, found := parseReadAgg(m.Value); found {
 				explicit = a
+				continue
+			}
+			if _, found := tierMatcher(m); found {
 				continue
 			}
 		}

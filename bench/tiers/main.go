@@ -1,6 +1,7 @@
 // Command tiers backfills 90 days of vLLM-like series into Prometheus,
 // VictoriaMetrics and the appliance (raw 7d, 1m 30d, 5m 90d), then times a
-// p95 histogram_quantile and a max_over_time over 7, 30 and 90 days on each
+// p95 histogram_quantile and a max_over_time over 1 and 24 hours and 7, 30
+// and 90 days on each
 // and prints, side by side, the median latencies, the ratio appliance ÷
 // faster anchor, the tiers that served each appliance query and the disk
 // each system uses for the same data.
@@ -10,6 +11,7 @@
 //	go run ./bench/tiers                          # full scale: 576 series, 90 days at 15 s, ~299M samples
 //	go run ./bench/tiers -series=96               # ~50M samples, about 25 minutes on 2 cores
 //	go run ./bench/tiers -series=32 -days=90 -only=appliance
+//	go run ./bench/tiers -reuse=bench/out/tiers-20261201-205757   # time the queries again on kept data
 //
 // Each system runs alone, one after the other, on a fresh data dir: the
 // appliance, then VictoriaMetrics, then Prometheus. See bench/README.md,
@@ -18,6 +20,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"log"
@@ -48,6 +51,7 @@ type options struct {
 	batchSamples int
 	keepData     bool
 	settle       time.Duration
+	reuse        string
 }
 
 func parseFlags() (options, error) {
@@ -65,6 +69,7 @@ func parseFlags() (options, error) {
 	flag.IntVar(&o.batchSamples, "batch-samples", 100_000, "samples per import request (rounded to whole 5-minute windows)")
 	flag.BoolVar(&o.keepData, "keep-data", false, "keep the data dirs under bench/out/tiers-<time>/")
 	flag.DurationVar(&o.settle, "settle-timeout", 30*time.Minute, "longest wait for the appliance's downsampler or VictoriaMetrics' merge")
+	flag.StringVar(&o.reuse, "reuse", "", "time the queries on the data dirs of an earlier -keep-data run (bench/out/tiers-<time>) without backfilling them; a system whose data dir is not there is backfilled into it, with the data its data.json describes")
 	if err := harness.ParseFlags(flag.CommandLine, os.Args[1:]); err != nil {
 		return o, err
 	}
@@ -100,6 +105,27 @@ func runBench(ctx context.Context, o options) error {
 		Interval:  o.interval,
 		Seed:      o.seed,
 	}
+	dataFile := filepath.Join(outDir, "data.json")
+	if o.reuse != "" {
+		dataFile = filepath.Join(o.reuse, "data.json")
+		b, err := os.ReadFile(dataFile)
+		if err != nil {
+			return fmt.Errorf("-reuse: %w", err)
+		}
+		if err := json.Unmarshal(b, &cfg); err != nil {
+			return fmt.Errorf("-reuse: %s: %w", dataFile, err)
+		}
+		o.days = int((cfg.End.Sub(cfg.Start) + guard) / (24 * time.Hour))
+		instances = cfg.Instances
+	} else {
+		b, err := json.Marshal(cfg)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(dataFile, b, 0o644); err != nil {
+			return err
+		}
+	}
 	g := history.New(cfg)
 	rep := &report{
 		opts:    o,
@@ -111,7 +137,7 @@ func runBench(ctx context.Context, o options) error {
 		results: map[string]*sysResult{},
 	}
 	log.Printf("data: %d models × %d instances = %d series, %s .. %s every %s: %d samples; logs in %s",
-		o.models, instances, rep.series, cfg.Start.Format(time.RFC3339), end.Format(time.RFC3339), o.interval, rep.samples, outDir)
+		cfg.Models, instances, rep.series, cfg.Start.Format(time.RFC3339), cfg.End.Format(time.RFC3339), o.interval, rep.samples, outDir)
 
 	buildLog, err := os.Create(filepath.Join(outDir, "build.log"))
 	if err != nil {

@@ -20,28 +20,41 @@ var benchQueries = []benchQuery{
 	{"max queue", `max_over_time(vllm:num_requests_waiting[1h])`},
 }
 
-// queryRanges are the ranges timed, in days: 7, 30 and 90 where the data
-// is that long.
-func queryRanges(days int) []int {
-	var r []int
-	for _, d := range []int{7, 30, 90} {
-		if d <= days {
+const day = 24 * time.Hour
+
+// queryRanges are the ranges timed: 1 hour, 24 hours, 7, 30 and 90 days,
+// those the data is long enough for.
+func queryRanges(days int) []time.Duration {
+	var r []time.Duration
+	for _, d := range []time.Duration{time.Hour, day, 7 * day, 30 * day, 90 * day} {
+		if d <= time.Duration(days)*day {
 			r = append(r, d)
 		}
-	}
-	if len(r) == 0 {
-		r = []int{days}
 	}
 	return r
 }
 
-func queryKey(name string, days int) string { return fmt.Sprintf("%s/%d", name, days) }
+// rangeName is how a range is written in the report: 1h, 24h, 7d.
+func rangeName(rng time.Duration) string {
+	if rng >= 7*day {
+		return fmt.Sprintf("%dd", rng/day)
+	}
+	return fmt.Sprintf("%dh", rng/time.Hour)
+}
 
-// queryWindow is the range ending at end with the step nearest range/500
-// that is a whole number of 5-minute windows.
-func queryWindow(end time.Time, days int) (time.Time, time.Time, time.Duration) {
-	rng := time.Duration(days) * 24 * time.Hour
-	step := max(5*time.Minute, (rng/500+150*time.Second)/(5*time.Minute)*(5*time.Minute))
+func queryKey(name string, rng time.Duration) string { return name + "/" + rangeName(rng) }
+
+// queryWindow is the range ending at end with a step of about range/500:
+// from 7 days on the nearest whole number of 5-minute windows, below that
+// range/500 rounded up to whole 15 s (the scrape interval: 15s at 1 hour,
+// 3m at 24 hours), as a dashboard asks for about 500 points.
+func queryWindow(end time.Time, rng time.Duration) (time.Time, time.Time, time.Duration) {
+	var step time.Duration
+	if rng >= 7*day {
+		step = max(5*time.Minute, (rng/500+150*time.Second)/(5*time.Minute)*(5*time.Minute))
+	} else {
+		step = (rng/500 + 15*time.Second - 1) / (15 * time.Second) * (15 * time.Second)
+	}
 	return end.Add(-rng), end, step
 }
 

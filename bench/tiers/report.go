@@ -29,6 +29,7 @@ type sysResult struct {
 	disk      harness.DiskUsage
 	caches    int64 // allocated bytes of VictoriaMetrics cache dirs, part of disk
 	tierStats []tierStat
+	queryLoad string // the load average when its queries were done
 }
 
 type report struct {
@@ -76,16 +77,20 @@ func (r *report) markdown() string {
 		hdr = append(hdr, r.results[name].title)
 	}
 	if haveApp && len(anchors) > 0 {
-		hdr = append(hdr, "appliance ÷ faster anchor", "appliance tiers")
+		hdr = append(hdr, "appliance ÷ faster anchor")
+		for _, a := range anchors {
+			hdr = append(hdr, r.results[a].title+" ÷ appliance")
+		}
+		hdr = append(hdr, "appliance tiers")
 	}
 	qt := harness.Table{Header: hdr}
 	ct := harness.Table{Header: append([]string{"query", "range"}, hdr[3:3+len(r.order)]...)}
 	for _, q := range benchQueries {
-		for _, days := range queryRanges(r.opts.days) {
-			key := queryKey(q.name, days)
-			_, _, step := queryWindow(r.cfg.End, days)
-			row := []string{q.name, fmt.Sprintf("%dd", days), step.String()}
-			crow := []string{q.name, fmt.Sprintf("%dd", days)}
+		for _, rng := range queryRanges(r.opts.days) {
+			key := queryKey(q.name, rng)
+			_, _, step := queryWindow(r.cfg.End, rng)
+			row := []string{q.name, rangeName(rng), step.String()}
+			crow := []string{q.name, rangeName(rng)}
 			var best time.Duration
 			for _, name := range r.order {
 				qr := r.results[name].queries[key]
@@ -98,15 +103,29 @@ func (r *report) markdown() string {
 			}
 			if haveApp && len(anchors) > 0 {
 				qa := app.queries[key]
-				row = append(row, fmt.Sprintf("%.3f", float64(harness.Median(qa.latencies))/float64(best)), qa.tiers)
+				m := float64(harness.Median(qa.latencies))
+				row = append(row, fmt.Sprintf("%.3f", m/float64(best)))
+				for _, a := range anchors {
+					row = append(row, fmt.Sprintf("%.2f×", float64(harness.Median(r.results[a].queries[key].latencies))/m))
+				}
+				row = append(row, qa.tiers)
 			}
 			qt.AddRow(row...)
 			ct.AddRow(crow...)
 		}
 	}
 	fmt.Fprintf(&b, "### query_range, median of %d (wall time, loopback)\n\n%s\n", r.opts.queries, qt.Markdown())
-	fmt.Fprintf(&b, "p95 latency = `%s`; max queue = `%s`. Ranges end at %s; the step is range/500 rounded to whole 5 minutes. Goal: ratio ≤ 0.1 at 30 and 90 days.\n\n",
+	fmt.Fprintf(&b, "p95 latency = `%s`; max queue = `%s`. Ranges end at %s; the step is range/500, rounded to whole 5 minutes from 7 days on, up to whole 15 s below. "+
+		"Goals (issue 17): every range from 1h to 7d at least as fast as VictoriaMetrics (ratio ≤ 1); at 30 and 90 days ≥ 5× faster than VictoriaMetrics and ≥ 20× faster than Prometheus.\n\n",
 		benchQueries[0].expr, benchQueries[1].expr, r.cfg.End.Format(time.DateTime))
+	var loads []string
+	for _, name := range r.order {
+		loads = append(loads, r.results[name].title+" "+r.results[name].queryLoad)
+	}
+	fmt.Fprintf(&b, "Load average (1, 5, 15 min) when each system's queries ended: %s.\n\n", strings.Join(loads, "; "))
+	if r.opts.reuse != "" {
+		fmt.Fprintf(&b, "Data backfilled by an earlier run, reused from %s (no backfill or settling in this run).\n\n", r.opts.reuse)
+	}
 	fmt.Fprintf(&b, "What each answered (series / points / mean of all values), to show they answered the same question:\n\n%s\n", ct.Markdown())
 
 	// Disk.

@@ -134,14 +134,25 @@ var client = &http.Client{Timeout: 10 * time.Minute}
 func runSystem(ctx context.Context, sys system, b bins, cfg history.Config, o options, outDir string) (*sysResult, error) {
 	res := &sysResult{title: sys.title, queries: map[string]*queryResult{}}
 	dataDir := filepath.Join(outDir, sys.name+"-data")
-	if err := os.RemoveAll(dataDir); err != nil {
-		return nil, err
-	}
-	if err := os.MkdirAll(dataDir, 0o755); err != nil {
-		return nil, err
-	}
-	if !o.keepData {
-		defer os.RemoveAll(dataDir)
+	if o.reuse != "" {
+		// The data of an earlier run: no backfill, no settling; a
+		// system without its data dir there is backfilled into it.
+		dataDir = filepath.Join(o.reuse, sys.name+"-data")
+		if _, err := os.Stat(dataDir); err == nil {
+			sys.preload, sys.load, sys.settle = nil, nil, nil
+		} else if err := os.MkdirAll(dataDir, 0o755); err != nil {
+			return nil, err
+		}
+	} else {
+		if err := os.RemoveAll(dataDir); err != nil {
+			return nil, err
+		}
+		if err := os.MkdirAll(dataDir, 0o755); err != nil {
+			return nil, err
+		}
+		if !o.keepData {
+			defer os.RemoveAll(dataDir)
+		}
 	}
 	phase := func(name string, t0 time.Time, note string) {
 		d := time.Since(t0).Round(100 * time.Millisecond)
@@ -203,24 +214,25 @@ func runSystem(ctx context.Context, sys system, b bins, cfg history.Config, o op
 
 	t0 = time.Now()
 	for _, q := range benchQueries {
-		for _, days := range queryRanges(o.days) {
-			key := queryKey(q.name, days)
+		for _, rng := range queryRanges(o.days) {
+			key := queryKey(q.name, rng)
 			qr := &queryResult{}
 			res.queries[key] = qr
-			start, end, step := queryWindow(cfg.End, days)
+			start, end, step := queryWindow(cfg.End, rng)
 			for i := 0; i < o.queries; i++ {
 				r, err := timeQuery(ctx, base, q.expr, start, end, step)
 				if err != nil {
-					return nil, fmt.Errorf("query %s over %dd: %w", q.name, days, err)
+					return nil, fmt.Errorf("query %s over %s: %w", q.name, rangeName(rng), err)
 				}
 				qr.latencies = append(qr.latencies, r.latency)
 				qr.series, qr.points, qr.mean, qr.tiers = r.series, r.points, r.mean, r.tiers
 			}
-			log.Printf("%s: %s over %dd (step %s): median %s of %v; %d series, %d points, mean %.4g%s",
-				sys.title, q.name, days, step, harness.Median(qr.latencies), qr.latencies, qr.series, qr.points, qr.mean, tiersNote(qr.tiers))
+			log.Printf("%s: %s over %s (step %s): median %s of %v; %d series, %d points, mean %.4g%s",
+				sys.title, q.name, rangeName(rng), step, harness.Median(qr.latencies), qr.latencies, qr.series, qr.points, qr.mean, tiersNote(qr.tiers))
 		}
 	}
-	phase("queries", t0, "")
+	res.queryLoad = harness.LoadAverage()
+	phase("queries", t0, "load average "+res.queryLoad)
 
 	if sys.name == "appliance" {
 		res.tierStats, _ = applianceTiers(ctx, base)

@@ -1,0 +1,169 @@
+package storage
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/promql/parser"
+	promstorage "github.com/prometheus/prometheus/storage"
+	"github.com/prometheus/prometheus/tsdb/chunkenc"
+	"github.com/stretchr/testify/require"
+)
+
+// TestSelectAtSteps: a step read (what a range query reads when its
+// windows are shorter than its step) returns exactly the points of the
+// full read that lie in the windows, from raw, from a rollup tier and
+// from a range stitched of both, for counters (with their boundary
+// points), gauge averages, max and count, at steps aligned to the
+// windows and not, and with the first step before the data.
+func TestSelectAtSteps(t *testing.T) {
+	db := openTestDB(t, t.TempDir(), nil)
+	start := time.Now().Add(-3 * time.Hour).Truncate(time.Hour)
+	const n = 3 * 240 // 3 hours at 15 s
+	data := map[string][]sample{
+		`queue{job="a"}`: samplesOf(n, start.UnixMilli()+15000, 15000, func(i int) float64 { return float64(i % 9) }),
+		// A counter with a reset and a gap of 20 minutes.
+		`reqs_total{job="a"}`: func() []sample {
+			s := samplesOf(n, start.UnixMilli()+15000, 15000, func(i int) float64 { return float64(i % 500) })
+			return append(s[:300], s[380:]...)
+		}(),
+	}
+	appendSamples(t, db, data)
+	db.Flush()
+	wm := start.Add(2 * time.Hour)
+	_, err := db.Rollup(context.Background(), Tier1m, start, wm)
+	require.NoError(t, err)
+	db.Flush()
+	db.SetRolledUpTo(Tier1m, wm)
+
+	read := func(hints *promstorage.SelectHints, sw *stepWindows, ms ...*labels.Matcher) map[string][]sample {
+		q, err := db.Querier(hints.Start, hints.End)
+		require.NoError(t, err)
+		defer q.Close()
+		var ss promstorage.SeriesSet
+		if sw == nil {
+			ss = q.Select(context.Background(), true, hints, ms...)
+		} else {
+			ss = q.(*tieredQuerier).SelectAtSteps(context.Background(), true, hints, sw.first, sw.step, sw.last, sw.window, ms...)
+		}
+		out := map[string][]sample{}
+		var it chunkenc.Iterator
+		for ss.Next() {
+			it = ss.At().Iterator(it)
+			key := ss.At().Labels().String()
+			out[key] = []sample{}
+			for it.Next() == chunkenc.ValFloat {
+				ts, v := it.At()
+				out[key] = append(out[key], sample{ts, v})
+			}
+		}
+		require.NoError(t, ss.Err())
+		return out
+	}
+	name := func(n string) *labels.Matcher { return labels.MustNewMatcher(labels.MatchEqual, labels.MetricName, n) }
+	minute := time.Minute.Milliseconds()
+	end := start.Add(3 * time.Hour).UnixMilli()
+	for _, c := range []struct {
+		step, window, shift int64
+		fn                  string
+	}{
+		{10 * minute, 2 * minute, 0, ""},
+		{10 * minute, 5 * minute, 0, "rate"},
+		{7 * minute, 3 * minute, 17_000, "rate"},
+		{20 * minute, 5 * minute, -minute, "max_over_time"},
+		{15 * minute, 4 * minute, 0, "sum_over_time"},
+		{10 * minute, 2 * minute, 0, "avg_over_time"},
+	} {
+		sw := &stepWindows{first: start.UnixMilli() + c.shift, step: c.step, window: c.window}
+		sw.last = sw.first + (end-sw.first)/c.step*c.step
+		hints := &promstorage.SelectHints{Start: sw.first - c.window + 1, End: sw.last, Step: c.step, Range: c.window, Func: c.fn}
+		for _, m := range []string{"queue", "reqs_total"} {
+			full := read(hints, nil, name(m))
+			got := read(hints, sw, name(m))
+			require.Len(t, got, len(full))
+			var kept, all int
+			for key, ss := range full {
+				want := []sample{}
+				for _, s := range ss {
+					if sw.keep(s.t) {
+						want = append(want, s)
+					}
+				}
+				require.Equal(t, want, got[key], "%s %+v", key, c)
+				kept, all = kept+len(want), all+len(ss)
+			}
+			require.Less(t, kept, all*3/4, "%s %+v: the step read drops samples", m, c)
+			require.NotZero(t, kept)
+		}
+	}
+	// Which tiers: the stitched range reads both.
+	ctx, rec := WithTierRecorder(context.Background())
+	q, err := db.Querier(start.UnixMilli(), end)
+	require.NoError(t, err)
+	ss := q.(*tieredQuerier).SelectAtSteps(ctx, true, &promstorage.SelectHints{Start: start.UnixMilli(), End: end, Step: 10 * minute, Range: 2 * minute}, start.UnixMilli()+2*minute-1, 10*minute, end, 2*minute, name("queue"))
+	require.True(t, ss.Next())
+	require.Equal(t, []Tier{TierRaw, Tier1m}, rec.Used())
+}
+
+func TestStepWindowsKeep(t *testing.T) {
+	w := &stepWindows{first: 100, step: 50, last: 200, window: 10}
+	for ts, want := range map[int64]bool{
+		89: false, 90: false, 91: true, 100: true, 101: false, 140: false, 141: true, 150: true,
+		151: false, 191: true, 200: true, 201: false, 241: false, 250: false,
+	} {
+		require.Equal(t, want, w.keep(ts), "t=%d", ts)
+	}
+	var none *stepWindows
+	require.True(t, none.keep(12345))
+
+	// filter (a cursor over ascending times) keeps what keep keeps.
+	for _, w := range []*stepWindows{w, {first: -7, step: 13, last: 300, window: 5}, {first: 0, step: 60, last: 600, window: 59}} {
+		var ts []int64
+		var vs []float64
+		var want []int64
+		for t := int64(-100); t <= 700; t += 3 {
+			ts, vs = append(ts, t), append(vs, float64(t))
+			if w.keep(t) {
+				want = append(want, t)
+			}
+		}
+		got, gotV := w.filter(ts, vs)
+		require.Equal(t, want, got)
+		require.Len(t, gotV, len(got))
+	}
+}
+
+// TestExactTier: a range query reading whole windows through a function
+// whose value over whole windows is the same from any tier may read a
+// tier below the step/5 rule; anything else keeps the rule.
+func TestExactTier(t *testing.T) {
+	db := openTestDB(t, t.TempDir(), nil)
+	start := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	step := 20 * time.Minute
+	f := func(qs string, start time.Time, step time.Duration, want Tier) {
+		t.Helper()
+		expr, err := parser.NewParser(parser.Options{}).ParseExpr(qs)
+		require.NoError(t, err)
+		require.Equal(t, want, db.exactTier(expr, start, step, TierForStep(step, Tier5m), Tier5m), qs)
+	}
+	f(`histogram_quantile(0.95, sum by (le) (rate(lat_bucket[5m])))`, start, step, Tier5m)
+	f(`max_over_time(queue[1h])`, start, step, Tier5m)
+	f(`sum(increase(reqs_total[10m])) / sum(count_over_time(queue[1h]))`, start, step, Tier5m)
+	f(`max_over_time(queue[1h] offset 1h)`, start, step, Tier5m)
+	f(`max_over_time(queue[1h])`, start.Add(time.Minute), step, Tier1m) // not on 5m windows
+	f(`max_over_time(queue[1h])`, start, 22*time.Minute, Tier1m)        // step
+	f(`max_over_time(queue[1h] offset 1m)`, start, step, Tier1m)        // offset
+	f(`rate(lat_bucket[7m])`, start, step, Tier1m)                      // range
+	f(`rate(queue[5m])`, start, step, Tier1m)                           // a gauge's rate reads averages
+	f(`min_over_time(reqs_total[1h])`, start, step, Tier1m)             // a counter's min is not kept
+	f(`avg_over_time(queue[1h])`, start, step, Tier1m)                  // avg of unequal windows
+	f(`queue`, start, step, Tier1m)                                     // the lookback
+	f(`max_over_time(queue[1h:5m])`, start, step, Tier1m)               // subquery
+	f(`max_over_time({__name__=~"queue"}[1h])`, start, step, Tier1m)    // no name to type
+	f(`max_over_time(queue[1h])`, start, 10*time.Minute, Tier5m)        // step below 5 windows
+	f(`max_over_time(queue[1h])`, start, 2*time.Minute, Tier1m)         // whole 1m windows
+	f(`rate(reqs_total[5m])`, start, 2*time.Minute, TierRaw)            // raw extrapolates, rollups do not
+	f(`rate(reqs_total[5m])`, start, 5*time.Minute, Tier5m)             // from 1m: the same increase
+}
