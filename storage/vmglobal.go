@@ -17,8 +17,9 @@ import (
 
 // VictoriaMetrics' lib/ packages keep process-wide state: they register
 // flags on flag.CommandLine at import time, size their caches from
-// lib/memory (which panics unless flag.CommandLine has been parsed) and log
-// through lib/logger straight to stderr. All of that is set here, once per
+// lib/memory (which panics unless flag.CommandLine has been parsed), size
+// their row buffers from GOMAXPROCS (vmshards.go) and log through
+// lib/logger straight to stderr. All of that is set here, once per
 // process, and nowhere else. The appliance parses its own flag.FlagSet, so
 // none of these flags is ever visible on its command line.
 
@@ -92,6 +93,11 @@ func vmInit(budget, minFreeDisk int64, l *slog.Logger) error {
 			minFreeDisk = DefaultMinFreeDisk
 		}
 		vmstorage.SetFreeDiskSpaceLimit(max(minFreeDisk/2, 0))
+		// One raw-row shard per partition instead of one per core: each
+		// holds 8 MiB for good (vmshards.go).
+		if _, e := vmBoundRawRowShards(); e != nil {
+			err = e
+		}
 	})
 	return err
 }
