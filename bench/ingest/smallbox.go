@@ -19,6 +19,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 
@@ -300,6 +301,11 @@ func measureSideInto(ctx context.Context, s *side, bins map[string]string, dcgm 
 			if err := saveProfile(ctx, client, p.srv.URL+"/debug/pprof/heap", filepath.Join(dir, "appliance.heap.pprof")); err != nil {
 				log.Printf("appliance: heap profile: %v", err)
 			}
+			// The Go runtime's own figures (go_memstats_*, go_gc_*): what
+			// of the RSS is heap, stacks, and what the collector aims for.
+			if err := saveProfile(ctx, client, p.srv.URL+"/metrics", filepath.Join(dir, "appliance.metrics.txt")); err != nil {
+				log.Printf("appliance: metrics: %v", err)
+			}
 			// After the window, so that profiling is not in its CPU.
 			defer func() {
 				log.Printf("appliance: CPU profile for %s", smallBoxProfile)
@@ -365,9 +371,9 @@ func smallBoxReport(sides []*side, o options, started time.Time, load0, load1 st
 	fmt.Fprintf(&b, "# Small box, %s\n\n", started.UTC().Format("2006-01-02 15:04 MST"))
 	fmt.Fprintf(&b, "One GPU box: %d simulated vLLM servers × %d models, the DCGM exporter fixture (one GPU), the host; "+
 		"scrape, rules and probes every %s; rule packs %s. %s warm-up, then a %s window per side. "+
-		"Load average (1m 5m 15m): %s at the start, %s at the end. Machine: %s.\n\n",
+		"Load average (1m 5m 15m): %s at the start, %s at the end. Machine: %s. %s.\n\n",
 		smallBoxInstances, smallBoxModels, smallBoxInterval, strings.Join(smallBoxPacks, ", "), o.warmup, o.duration,
-		load0, load1, harness.ReadMachine())
+		load0, load1, harness.ReadMachine(), runtimeEnv())
 	t := harness.Table{Header: []string{"process", "peak RSS", "RSS at the end", "CPU (share of one core)", "series in memory"}}
 	var appRSS, promRSS, stackRSS uint64
 	var appCPU, promCPU, stackCPU float64
@@ -410,8 +416,26 @@ func smallBoxReport(sides []*side, o options, started time.Time, load0, load1 st
 	}
 	b.WriteString("\nPeak RSS is VmHWM at the end of the window; CPU is utime+stime over the window. " +
 		"The appliance's heap profile at the end of the window and a CPU profile of the next " + smallBoxProfile.String() +
-		" are `appliance/appliance.heap.pprof` and `appliance/appliance.cpu.pprof` in the run dir.\n")
+		" are `appliance/appliance.heap.pprof` and `appliance/appliance.cpu.pprof` in the run dir, " +
+		"its `/metrics` at the end of the window (the Go runtime's memory figures) `appliance/appliance.metrics.txt`.\n")
 	return b.String()
+}
+
+// runtimeEnv names the Go runtime settings every measured program
+// inherits from the benchmark's environment: GOMAXPROCS (a bigger box is
+// modelled with GOMAXPROCS=16; VictoriaMetrics sizes buffers by it), and
+// GOGC and GOMEMLIMIT where set.
+func runtimeEnv() string {
+	s := fmt.Sprintf("GOMAXPROCS %d", runtime.GOMAXPROCS(0))
+	if v := os.Getenv("GOMAXPROCS"); v != "" {
+		s += " ($GOMAXPROCS)"
+	}
+	for _, name := range []string{"GOGC", "GOMEMLIMIT"} {
+		if v := os.Getenv(name); v != "" {
+			s += fmt.Sprintf(", %s=%s", name, v)
+		}
+	}
+	return s
 }
 
 func errText(err error) string {
