@@ -41,14 +41,14 @@ var vmNumRawRowsShards int
 // store gets: one 8 MiB buffer per partition receiving rows.
 const vmRawRowShards = 1
 
-// vmBoundRawRowShards sets lib/storage's shard count to vmRawRowShards and
-// returns the count it found. It must run before the first MustOpenStorage
-// (partitions read the count when they are created) and only once (vmInit).
-func vmBoundRawRowShards() (int, error) {
-	found := vmNumRawRowsShards
-	if found < 1 {
-		return found, fmt.Errorf("bound VictoriaMetrics' raw-row shards: lib/storage.numRawRowsShards is %d, not the GOMAXPROCS its initialiser sets; the linked symbol is gone from this VictoriaMetrics version (see storage/vmshards.go)", found)
+// vmBoundRawRowShards sets lib/storage's shard count to vmRawRowShards, or
+// fails if the linked variable is not lib/storage's. It must run before
+// the first MustOpenStorage (partitions read the count when they are
+// created) and only once (vmInit).
+func vmBoundRawRowShards() error {
+	if found := vmNumRawRowsShards; found < 1 {
+		return fmt.Errorf("bound VictoriaMetrics' raw-row shards: lib/storage.numRawRowsShards is %d, not the GOMAXPROCS its initialiser sets; the linked symbol is gone from this VictoriaMetrics version (see storage/vmshards.go)", found)
 	}
 	vmNumRawRowsShards = vmRawRowShards
-	return found, nil
+	return nil
 }
