@@ -20,8 +20,15 @@ import (
 // its partitions' buffers by, and that the VictoriaMetrics version is the
 // one whose raw_row.go vmshards.go was written against.
 func TestVMRawRowShards(t *testing.T) {
-	openTestDB(t, t.TempDir(), prometheus.NewRegistry())
+	opts := DefaultOptions()
+	opts.Path = t.TempDir()
+	opts.Registerer = prometheus.NewRegistry()
+	db, err := Open(opts)
+	require.NoError(t, err)
 	require.Equal(t, vmRawRowShards, vmNumRawRowsShards, "Open did not bound lib/storage.numRawRowsShards")
+	// Closed before the stores below change the count: no partition of
+	// its can be created meanwhile.
+	require.NoError(t, db.Close())
 
 	// The live heap a fresh store holds once shards rows have come in,
 	// one AddRows call per shard (lib/storage hands the calls to its
