@@ -17,8 +17,9 @@ import (
 
 // VictoriaMetrics' lib/ packages keep process-wide state: they register
 // flags on flag.CommandLine at import time, size their caches from
-// lib/memory (which panics unless flag.CommandLine has been parsed) and log
-// through lib/logger straight to stderr. All of that is set here, once per
+// lib/memory (which panics unless flag.CommandLine has been parsed), size
+// their row buffers from GOMAXPROCS (vmshards.go) and log through
+// lib/logger straight to stderr. All of that is set here, once per
 // process, and nowhere else. The appliance parses its own flag.FlagSet, so
 // none of these flags is ever visible on its command line.
 
@@ -27,6 +28,9 @@ var (
 	// vmMemoryBudget is the cache budget that won the race to vmInit; later
 	// Open calls with another budget get the first one (lib/memory reads it once).
 	vmMemoryBudget int64
+	// vmInitErr is what vmInit failed with, returned to every later
+	// call too: a store opened without the settings is not to be used.
+	vmInitErr error
 
 	// vmLog receives VictoriaMetrics' log lines. It is the logger of the DB
 	// opened most recently, because lib/logger has a single output.
@@ -52,8 +56,9 @@ func vmInit(budget, minFreeDisk int64, l *slog.Logger) error {
 	if l != nil {
 		vmLog.Store(l)
 	}
-	var err error
 	vmInitOnce.Do(func() {
+		var err error
+		defer func() { vmInitErr = err }()
 		if budget <= 0 {
 			budget = defaultMemoryBudget()
 		}
@@ -92,8 +97,13 @@ func vmInit(budget, minFreeDisk int64, l *slog.Logger) error {
 			minFreeDisk = DefaultMinFreeDisk
 		}
 		vmstorage.SetFreeDiskSpaceLimit(max(minFreeDisk/2, 0))
+		// One raw-row shard per partition instead of one per core: each
+		// holds 8 MiB for good (vmshards.go).
+		if e := vmBoundRawRowShards(); e != nil {
+			err = e
+		}
 	})
-	return err
+	return vmInitErr
 }
 
 // vmLogWriter turns lib/logger lines ("level\tlocation\tmessage\n", see

@@ -19,6 +19,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"time"
 
@@ -48,6 +50,8 @@ type proc struct {
 	cpu            time.Duration // in the window
 	peakRSS        uint64        // VmHWM at the end
 	rss            uint64        // VmRSS at the end
+	rssAnon        uint64        // RssAnon at the end: heap, stacks, the runtime's own
+	rssFile        uint64        // RssFile at the end: mostly the program's own binary, paged in
 	seriesInMemory float64       // the process's own head/active series count, 0 where none
 }
 
@@ -294,11 +298,19 @@ func measureSideInto(ctx context.Context, s *side, bins map[string]string, dcgm 
 			return err
 		}
 		pr := proc{name: p.name, cpu: st.CPU - stats0[i].CPU, peakRSS: st.PeakRSS, rss: st.RSS}
+		if pr.rssAnon, pr.rssFile, err = readRSSSplit(p.srv.Pid()); err != nil {
+			return err
+		}
 		switch p.name {
 		case harness.Appliance.Name:
 			pr.seriesInMemory, _ = harness.SumMetric(ctx, client, p.srv.URL+"/metrics", "appliance_storage_active_series")
 			if err := saveProfile(ctx, client, p.srv.URL+"/debug/pprof/heap", filepath.Join(dir, "appliance.heap.pprof")); err != nil {
 				log.Printf("appliance: heap profile: %v", err)
+			}
+			// The Go runtime's own figures (go_memstats_*, go_gc_*): what
+			// of the RSS is heap, stacks, and what the collector aims for.
+			if err := saveProfile(ctx, client, p.srv.URL+"/metrics", filepath.Join(dir, "appliance.metrics.txt")); err != nil {
+				log.Printf("appliance: metrics: %v", err)
 			}
 			// After the window, so that profiling is not in its CPU.
 			defer func() {
@@ -365,15 +377,15 @@ func smallBoxReport(sides []*side, o options, started time.Time, load0, load1 st
 	fmt.Fprintf(&b, "# Small box, %s\n\n", started.UTC().Format("2006-01-02 15:04 MST"))
 	fmt.Fprintf(&b, "One GPU box: %d simulated vLLM servers × %d models, the DCGM exporter fixture (one GPU), the host; "+
 		"scrape, rules and probes every %s; rule packs %s. %s warm-up, then a %s window per side. "+
-		"Load average (1m 5m 15m): %s at the start, %s at the end. Machine: %s.\n\n",
+		"Load average (1m 5m 15m): %s at the start, %s at the end. Machine: %s. %s.\n\n",
 		smallBoxInstances, smallBoxModels, smallBoxInterval, strings.Join(smallBoxPacks, ", "), o.warmup, o.duration,
-		load0, load1, harness.ReadMachine())
-	t := harness.Table{Header: []string{"process", "peak RSS", "RSS at the end", "CPU (share of one core)", "series in memory"}}
+		load0, load1, harness.ReadMachine(), runtimeEnv())
+	t := harness.Table{Header: []string{"process", "peak RSS", "RSS at the end", "of which anon + file", "CPU (share of one core)", "series in memory"}}
 	var appRSS, promRSS, stackRSS uint64
 	var appCPU, promCPU, stackCPU float64
 	for _, s := range sides {
 		if s.window <= 0 {
-			t.AddRow(s.title+": "+errText(s.err), "–", "–", "–", "–")
+			t.AddRow(s.title+": "+errText(s.err), "–", "–", "–", "–", "–")
 			continue
 		}
 		for _, p := range s.procs {
@@ -382,7 +394,7 @@ func smallBoxReport(sides []*side, o options, started time.Time, load0, load1 st
 			if p.seriesInMemory > 0 {
 				series = fmt.Sprintf("%.0f", p.seriesInMemory)
 			}
-			t.AddRow(p.name, harness.Bytes(float64(p.peakRSS)), harness.Bytes(float64(p.rss)), fmt.Sprintf("%.2f %%", 100*share), series)
+			t.AddRow(p.name, harness.Bytes(float64(p.peakRSS)), harness.Bytes(float64(p.rss)), rssSplit(p.rssAnon, p.rssFile), fmt.Sprintf("%.2f %%", 100*share), series)
 			switch p.name {
 			case harness.Appliance.Name:
 				appRSS, appCPU = p.peakRSS, share
@@ -392,8 +404,12 @@ func smallBoxReport(sides []*side, o options, started time.Time, load0, load1 st
 		}
 		if s.title == "stack" {
 			cpu, rss, end := s.total()
+			var anon, file uint64
+			for _, p := range s.procs {
+				anon, file = anon+p.rssAnon, file+p.rssFile
+			}
 			stackRSS, stackCPU = rss, cpu.Seconds()/s.window.Seconds()
-			t.AddRow("**stack total**", harness.Bytes(float64(rss)), harness.Bytes(float64(end)), fmt.Sprintf("%.2f %%", 100*stackCPU), "")
+			t.AddRow("**stack total**", harness.Bytes(float64(rss)), harness.Bytes(float64(end)), rssSplit(anon, file), fmt.Sprintf("%.2f %%", 100*stackCPU), "")
 		}
 	}
 	b.WriteString(t.Markdown())
@@ -408,10 +424,69 @@ func smallBoxReport(sides []*side, o options, started time.Time, load0, load1 st
 			fmt.Fprintf(&b, "\n%s: %v\n", s.title, s.err)
 		}
 	}
-	b.WriteString("\nPeak RSS is VmHWM at the end of the window; CPU is utime+stime over the window. " +
+	b.WriteString("\nPeak RSS is VmHWM at the end of the window; RSS at the end is VmRSS, split into RssAnon (heap, stacks, the Go runtime) " +
+		"and RssFile (file-backed pages: mostly the program's own binary, paged in as it runs); CPU is utime+stime over the window. " +
 		"The appliance's heap profile at the end of the window and a CPU profile of the next " + smallBoxProfile.String() +
-		" are `appliance/appliance.heap.pprof` and `appliance/appliance.cpu.pprof` in the run dir.\n")
+		" are `appliance/appliance.heap.pprof` and `appliance/appliance.cpu.pprof` in the run dir, " +
+		"its `/metrics` at the end of the window (the Go runtime's memory figures) `appliance/appliance.metrics.txt`.\n")
 	return b.String()
+}
+
+// runtimeEnv names the Go runtime settings every measured program
+// inherits from the benchmark's environment: GOMAXPROCS (a bigger box is
+// modelled with GOMAXPROCS=16; VictoriaMetrics sizes buffers by it), and
+// GOGC and GOMEMLIMIT where set.
+func runtimeEnv() string {
+	s := fmt.Sprintf("GOMAXPROCS %d", runtime.GOMAXPROCS(0))
+	if v := os.Getenv("GOMAXPROCS"); v != "" {
+		s += " ($GOMAXPROCS)"
+	}
+	for _, name := range []string{"GOGC", "GOMEMLIMIT"} {
+		if v := os.Getenv(name); v != "" {
+			s += fmt.Sprintf(", %s=%s", name, v)
+		}
+	}
+	return s
+}
+
+// readRSSSplit reads RssAnon and RssFile from /proc/<pid>/status, in bytes.
+func readRSSSplit(pid int) (anon, file uint64, err error) {
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, 0, fmt.Errorf("read memory of pid %d: %w", pid, err)
+	}
+	return parseRSSSplit(status)
+}
+
+// parseRSSSplit returns RssAnon and RssFile, in bytes, from the contents
+// of /proc/<pid>/status.
+func parseRSSSplit(status []byte) (anon, file uint64, err error) {
+	var seen int
+	for line := range strings.Lines(string(status)) {
+		name, rest, ok := strings.Cut(line, ":")
+		if !ok || (name != "RssAnon" && name != "RssFile") {
+			continue
+		}
+		kb, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+		if err != nil {
+			return 0, 0, fmt.Errorf("parse %s in /proc status: %w", name, err)
+		}
+		if name == "RssAnon" {
+			anon = kb << 10
+		} else {
+			file = kb << 10
+		}
+		seen++
+	}
+	if seen != 2 {
+		return 0, 0, fmt.Errorf("/proc status has no RssAnon and RssFile")
+	}
+	return anon, file, nil
+}
+
+// rssSplit is "anon + file" for the table.
+func rssSplit(anon, file uint64) string {
+	return harness.Bytes(float64(anon)) + " + " + harness.Bytes(float64(file))
 }
 
 func errText(err error) string {
