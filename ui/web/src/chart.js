@@ -4,7 +4,7 @@ import { html } from "htm/preact";
 import { createContext } from "preact";
 import { useContext, useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
 import uPlot from "uplot";
-import { api, chooseStep, combine, fmt, fmtTime, histogramQuantile, isAbort, legendFor, num, promDur, quantileCall, rateInterval, splitBinary, substitute } from "./util.js";
+import { alignedEnd, api, chooseStep, combine, fmt, fmtTime, histogramQuantile, isAbort, legendFor, num, promDur, quantileCall, rateInterval, splitBinary, substitute } from "./util.js";
 
 // PageCtx carries what every panel of a page shares: the time range, the
 // page's selector, scrape interval, annotations, theme, a refresh tick
@@ -32,9 +32,12 @@ export function queryVars(ctx, width, sel) {
 // rangeQuery runs one query_range and aligns its series on the step grid;
 // parse reads each value (num: NaN and ±Inf read as null, a gap).
 export async function rangeQuery(expr, start, end, step, signal, parse = num) {
-  // The grid ends at the range's end (now, for relative ranges), so the
-  // latest value is always drawn, and steps back from there.
-  const e = Math.round(end), s = e - Math.ceil((e - start) / step) * step;
+  // The grid sits on multiples of the step (as Grafana aligns it): its
+  // last point is the last multiple at or before the range's end, so the
+  // next load, a refresh or another page asks for the same points and
+  // the server answers the past ones from its range cache
+  // (ui/rangecache); the latest value is at most one step old.
+  const e = alignedEnd(end, step), s = e - Math.ceil((end - start) / step) * step;
   const { data, tiers } = await api("/api/v1/query_range", { query: expr, start: s, end: e, step }, { signal });
   const n = Math.round((e - s) / step) + 1;
   const xs = Array.from({ length: n }, (_, i) => s + i * step);
