@@ -51,7 +51,8 @@ const resourceTiming = `performance.getEntriesByType("resource").map((e) => [Mat
 type rangeResult struct {
 	rng        string
 	app, vm    []load
-	appPanels  int // panels on the Overview (ready or empty)
+	cold       [2]load // the untimed first loads (appliance, vmui): caches cold
+	appPanels  int     // panels on the Overview (ready or empty)
 	vmPanels   int
 	appQueries int // query_range requests of one Overview load
 	vmQueries  int
@@ -199,6 +200,7 @@ func measure(ctx context.Context, o options, s *systems, dir string) ([]rangeRes
 				}
 			}
 			if i == 0 {
+				r.cold = [2]load{l, v}
 				log.Printf("%s: untimed first loads: appliance %.0f ms, vmui %.0f ms", rng, l.ready, v.ready)
 				continue
 			}

@@ -2,6 +2,7 @@ package rangecache
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"math"
@@ -416,9 +417,7 @@ func (c *Cache) serve(w http.ResponseWriter, r *http.Request, next http.Handler,
 			// The whole request: its answer goes out as the API wrote
 			// it; keep its points if it is a matrix.
 			a, err := decodeAnswer(rec.Body.Bytes(), rec.Header().Get("X-Appliance-Tiers"))
-			copyHeader(w.Header(), rec.Header())
-			w.WriteHeader(rec.Code)
-			_, _ = w.Write(rec.Body.Bytes())
+			write(w, r, rec.Code, rec.Header(), rec.Body.Bytes())
 			if rec.Code == http.StatusOK && err == nil {
 				c.store(q, whole, pref, before, c.coverage(c.o.Now()), now, a)
 			}
@@ -426,9 +425,7 @@ func (c *Cache) serve(w http.ResponseWriter, r *http.Request, next http.Handler,
 		}
 		a, err := decodeAnswer(rec.Body.Bytes(), rec.Header().Get("X-Appliance-Tiers"))
 		if rec.Code != http.StatusOK || err != nil {
-			copyHeader(w.Header(), rec.Header())
-			w.WriteHeader(rec.Code)
-			_, _ = w.Write(rec.Body.Bytes())
+			write(w, r, rec.Code, rec.Header(), rec.Body.Bytes())
 			return
 		}
 		answers[i] = a
@@ -440,11 +437,28 @@ func (c *Cache) serve(w http.ResponseWriter, r *http.Request, next http.Handler,
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
-	w.Header().Set("Content-Type", "application/json")
+	h := http.Header{"Content-Type": {"application/json"}}
 	if len(merged.tiers) > 0 {
-		w.Header().Set("X-Appliance-Tiers", strings.Join(merged.tiers, ","))
+		h.Set("X-Appliance-Tiers", strings.Join(merged.tiers, ","))
 	}
-	w.WriteHeader(http.StatusOK)
+	write(w, r, http.StatusOK, h, body)
+}
+
+// write sends an answer, gzipped when the client takes it (as the API
+// itself answers; the parts were asked uncompressed, to be read).
+func write(w http.ResponseWriter, r *http.Request, code int, h http.Header, body []byte) {
+	copyHeader(w.Header(), h)
+	if len(body) > 1024 && strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") {
+		w.Header().Set("Content-Encoding", "gzip")
+		w.Header().Del("Content-Length")
+		w.Header().Add("Vary", "Accept-Encoding")
+		w.WriteHeader(code)
+		gz := gzip.NewWriter(w)
+		_, _ = gz.Write(body)
+		_ = gz.Close()
+		return
+	}
+	w.WriteHeader(code)
 	_, _ = w.Write(body)
 }
 
@@ -547,11 +561,15 @@ func (c *Cache) store(q *request, pl plan, pref storage.Tier, before, after cove
 	if a == nil || a.resultType != "matrix" {
 		return
 	}
-	cut := now.Add(-c.o.Freshness).UnixMilli()
-	for _, k := range []storage.Tier{storage.Tier1m, storage.Tier5m} {
-		if k <= q.maxTier && c.o.Store.Retention(k) > 0 {
-			cut = min(cut, before.hi[k]-1)
-		}
+	// Storage reports the commits at or before the 1m watermark
+	// (OnLateCommit): only points before it are kept, whatever tiers the
+	// query reads; before the 5m watermark too when it may read 5m.
+	if c.o.Store.RolledUpTo(storage.Tier1m).UnixMilli() <= 0 {
+		return
+	}
+	cut := min(now.Add(-c.o.Freshness).UnixMilli(), before.hi[storage.Tier1m]-1)
+	if q.maxTier >= storage.Tier5m {
+		cut = min(cut, before.hi[storage.Tier5m]-1)
 	}
 	last := q.start + (q.end-q.start)/q.step*q.step
 	end := min(last, cut)

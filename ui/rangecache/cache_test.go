@@ -1,9 +1,12 @@
 package rangecache_test
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -83,14 +86,25 @@ func newFixture(t *testing.T) *fixture {
 
 // get runs a query_range over the last span before now on step's grid
 // and returns the answer's data and tiers.
-func (f *fixture) get(h http.Handler, expr string, span, step time.Duration) (any, string) {
+func (f *fixture) get(h http.Handler, expr string, span, step time.Duration, hdr ...string) (any, string) {
 	f.t.Helper()
 	end := f.now.Truncate(step)
 	path := fmt.Sprintf("/api/v1/query_range?query=%s&start=%d&end=%d&step=%d",
 		url.QueryEscape(expr), end.Add(-span).Unix(), f.now.Unix(), int(step.Seconds()))
 	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+	req := httptest.NewRequest(http.MethodGet, path, nil)
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	h.ServeHTTP(rec, req)
 	require.Equal(f.t, http.StatusOK, rec.Code, rec.Body.String())
+	if rec.Header().Get("Content-Encoding") == "gzip" {
+		zr, err := gzip.NewReader(rec.Body)
+		require.NoError(f.t, err)
+		b, err := io.ReadAll(zr)
+		require.NoError(f.t, err)
+		rec.Body = bytes.NewBuffer(b)
+	}
 	var body struct {
 		Status string `json:"status"`
 		Data   any    `json:"data"`
@@ -135,6 +149,16 @@ func TestCachedAnswersAreTheUncachedOnes(t *testing.T) {
 	warm := f.cache.Stats()
 	require.Equal(t, int64(len(cases)), warm.Hits-cold.Hits, "every second request is answered from the cache")
 	require.Positive(t, warm.Points)
+	// Compressed for a client that takes gzip, and the same.
+	c := cases[2]
+	got, _ := f.get(f.cached, c.expr, c.span, c.step, "Accept-Encoding", "gzip")
+	want, _ := f.get(f.direct, c.expr, c.span, c.step)
+	require.Equal(t, want, got)
+	require.Greater(t, f.cache.Stats().Hits, warm.Hits)
+	// A reset forgets everything.
+	f.cache.Reset()
+	f.same(c.expr, c.span, c.step)
+	require.Equal(t, warm.Hits+1, f.cache.Stats().Hits)
 }
 
 func TestLateSampleBetweenRequests(t *testing.T) {
