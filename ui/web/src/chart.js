@@ -32,22 +32,46 @@ export function queryVars(ctx, width, sel) {
 // rangeQuery runs one query_range and aligns its series on the step grid;
 // parse reads each value (num: NaN and ±Inf read as null, a gap).
 export async function rangeQuery(expr, start, end, step, signal, parse = num) {
-  // The grid sits on multiples of the step (as Grafana aligns it): its
-  // last point is the last multiple at or before the range's end, so the
-  // next load, a refresh or another page asks for the same points and
-  // the server answers the past ones from its range cache
-  // (ui/rangecache); the latest value is at most one step old.
-  const e = alignedEnd(end, step), s = e - Math.ceil((end - start) / step) * step;
-  const { data, tiers } = await api("/api/v1/query_range", { query: expr, start: s, end: e, step }, { signal });
+  // The grid sits on multiples of the step (as Grafana aligns it), so the
+  // next load, a refresh or another page asks for the same points and the
+  // server answers the past ones from its range cache (ui/rangecache).
+  // Its last point is the last multiple at or before the range's end; when
+  // that is a minute or more before the end (steps of a minute and more),
+  // the value at the end itself comes from an instant query at the same
+  // time, drawn as one more point, so the chart still ends at now.
+  const now = Math.round(end), e = alignedEnd(end, step), s = e - Math.ceil((end - start) / step) * step;
+  const latest = step >= 60 && now > e;
+  const [{ data, tiers }, last] = await Promise.all([
+    api("/api/v1/query_range", { query: expr, start: s, end: e, step }, { signal }),
+    latest ? instantQuery(expr, now, signal) : null,
+  ]);
   const n = Math.round((e - s) / step) + 1;
   const xs = Array.from({ length: n }, (_, i) => s + i * step);
+  if (latest) xs.push(now);
+  const byKey = new Map();
   const series = (data.result || []).map((r) => {
-    const ys = new Array(n).fill(null);
+    const ys = new Array(xs.length).fill(null);
     for (const [t, v] of r.values || []) ys[Math.round((t - s) / step)] = parse(v);
-    return { metric: r.metric, ys };
+    const out = { metric: r.metric, ys };
+    byKey.set(metricKey(r.metric), out);
+    return out;
   });
-  return { xs, series, tiers };
+  if (!last) return { xs, series, tiers };
+  for (const r of last.result) {
+    let x = byKey.get(metricKey(r.metric));
+    if (!x) {
+      x = { metric: r.metric, ys: new Array(xs.length).fill(null) };
+      byKey.set(metricKey(r.metric), x);
+      series.push(x);
+    }
+    x.ys[xs.length - 1] = parse(r.value[1]);
+  }
+  const order = ["raw", "1m", "5m"];
+  return { xs, series, tiers: [...new Set([...tiers, ...last.tiers])].sort((a, b) => order.indexOf(a) - order.indexOf(b)) };
 }
+
+// metricKey identifies a series by its labels, in any order.
+const metricKey = (m) => JSON.stringify(Object.keys(m || {}).sort().map((k) => [k, m[k]]));
 
 // sharedRange is rangeQuery through the page's map of range answers
 // (ctx.queries, new for every range and refresh):
