@@ -330,6 +330,7 @@ func newAppliance(cfg *config.Config, f runFlags, logger *slog.Logger) (_ *appli
 			Store:         a.db,
 			Parser:        a.engine.Parser(),
 			LookbackDelta: a.engine.Options().LookbackDelta,
+			Passes:        a.downsampler.Passes,
 			Bypass:        func() bool { return a.remoteRead.Len() > 0 || a.remoteQuery.URL() != "" },
 		}),
 		LookbackDelta:    a.engine.Options().LookbackDelta,

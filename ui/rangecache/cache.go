@@ -48,6 +48,12 @@ type Options struct {
 	// uncached (remote read or hub mode: samples the cache cannot see
 	// arrive); nil: never.
 	Bypass func() bool
+	// Passes counts the downsampler's finished passes
+	// (downsample.Downsampler.Passes): the window of a late commit is
+	// served from the cache again once the rollups over it are redone,
+	// two passes after it was reported (three, for the order of the
+	// late-commit hooks). nil: never again.
+	Passes func() uint64
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 }
@@ -60,7 +66,10 @@ type Cache struct {
 	entries map[string]*entry
 	bytes   int64
 	clock   int64 // use counter for LRU
+	// late are the windows of late commits whose rollups may not be
+	// redone yet; lateSeq counts the late commits.
 	late    []span
+	lateSeq uint64
 	stats   Stats
 }
 
@@ -78,7 +87,12 @@ func (c *Cache) Stats() Stats {
 	return c.stats
 }
 
-type span struct{ lo, hi int64 } // inclusive, ms
+// span is a late commit's time range (inclusive, ms), dirty until the
+// downsampler has finished pass number settled.
+type span struct {
+	lo, hi  int64
+	settled uint64
+}
 
 // maxLateSpans bounds the late spans remembered; beyond it the oldest
 // ones are merged into their neighbour (a wider span: fewer points
@@ -107,11 +121,35 @@ func New(o Options) *Cache {
 	return c
 }
 
-// noteLate is the storage's late-commit hook: it must be quick.
+// noteLate is the storage's late-commit hook: it must be quick. The
+// entries holding points over the span go at once; points over it are
+// neither kept nor served until its rollups are redone.
 func (c *Cache) noteLate(minT, maxT int64) {
+	settled := uint64(math.MaxUint64)
+	if c.o.Passes != nil {
+		settled = c.o.Passes() + 3
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.late = addSpan(c.late, span{minT, maxT})
+	c.lateSeq++
+	c.late = addSpan(c.late, span{minT, maxT, settled})
+	for k, e := range c.entries {
+		if e.from-e.window <= maxT && minT <= e.to {
+			delete(c.entries, k)
+			c.bytes -= e.size
+		}
+	}
+}
+
+// dirty returns the late spans not yet rolled up again, dropping the
+// others. c.mu is held.
+func (c *Cache) dirty() []span {
+	if c.o.Passes == nil || len(c.late) == 0 {
+		return c.late
+	}
+	done := c.o.Passes()
+	c.late = slices.DeleteFunc(c.late, func(s span) bool { return s.settled <= done })
+	return c.late
 }
 
 func addSpan(ss []span, s span) []span {
@@ -122,6 +160,7 @@ func addSpan(ss []span, s span) []span {
 		last := &out[len(out)-1]
 		if x.lo <= last.hi+1 {
 			last.hi = max(last.hi, x.hi)
+			last.settled = max(last.settled, x.settled)
 			continue
 		}
 		out = append(out, x)
@@ -135,6 +174,7 @@ func addSpan(ss []span, s span) []span {
 			}
 		}
 		out[best].hi = out[best+1].hi
+		out[best].settled = max(out[best].settled, out[best+1].settled)
 		out = slices.Delete(out, best+1, best+2)
 	}
 	return out
@@ -384,6 +424,7 @@ func (c *Cache) serve(w http.ResponseWriter, r *http.Request, next http.Handler,
 		return
 	}
 	before := c.coverage(now)
+	seen := c.lateState()
 	pref := storage.TierForStep(time.Duration(q.step)*time.Millisecond, q.maxTier)
 	last := q.start + (q.end-q.start)/q.step*q.step // the grid's last point
 
@@ -419,7 +460,7 @@ func (c *Cache) serve(w http.ResponseWriter, r *http.Request, next http.Handler,
 			a, err := decodeAnswer(rec.Body.Bytes(), rec.Header().Get("X-Appliance-Tiers"))
 			write(w, r, rec.Code, rec.Header(), rec.Body.Bytes())
 			if rec.Code == http.StatusOK && err == nil {
-				c.store(q, whole, pref, before, c.coverage(c.o.Now()), now, a)
+				c.store(q, whole, pref, seen, before, c.coverage(c.o.Now()), now, a)
 			}
 			return
 		}
@@ -431,7 +472,7 @@ func (c *Cache) serve(w http.ResponseWriter, r *http.Request, next http.Handler,
 		answers[i] = a
 	}
 	merged := merge(cached, runFrom, runTo, answers)
-	c.store(q, whole, pref, before, c.coverage(c.o.Now()), now, merged)
+	c.store(q, whole, pref, seen, before, c.coverage(c.o.Now()), now, merged)
 	body, err := merged.encode()
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
@@ -492,6 +533,19 @@ func (c *Cache) call(r *http.Request, next http.Handler, q *request, from, to in
 	return rec
 }
 
+// lateState is what a request saw of the late commits when it began: a
+// rollup redone while it ran may be half in its answer.
+type lateState struct {
+	seq   uint64
+	dirty []span
+}
+
+func (c *Cache) lateState() lateState {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return lateState{c.lateSeq, slices.Clone(c.dirty())}
+}
+
 // lookup returns the longest run of q's grid points that the cache holds
 // and may serve now, and the entry holding them (nil: none).
 func (c *Cache) lookup(q *request, pl plan, pref storage.Tier, now coverage) (from, to int64, e *entry) {
@@ -504,9 +558,10 @@ func (c *Cache) lookup(q *request, pl plan, pref storage.Tier, now coverage) (fr
 	}
 	lo := max(e.from, q.start)
 	hi := min(e.to, q.start+(q.end-q.start)/q.step*q.step)
+	late := c.dirty()
 	bestFrom, bestTo, runFrom := int64(0), int64(-1), int64(-1)
 	for t := lo; t <= hi; t += q.step {
-		if c.valid(t, pl.window, pref, e.cov, now) {
+		if c.valid(t, pl.window, pref, e.cov, now, late) {
 			if runFrom < 0 {
 				runFrom = t
 			}
@@ -529,9 +584,9 @@ func (c *Cache) lookup(q *request, pl plan, pref storage.Tier, now coverage) (fr
 
 // valid tells whether the point at t, computed when the tiers covered
 // then, is what the query computes when they cover now. c.mu is held.
-func (c *Cache) valid(t, window int64, pref storage.Tier, then, now coverage) bool {
+func (c *Cache) valid(t, window int64, pref storage.Tier, then, now coverage, late []span) bool {
 	a, b := t-window, t
-	for _, s := range c.late {
+	for _, s := range late {
 		if s.lo <= b && a <= s.hi {
 			return false
 		}
@@ -557,7 +612,7 @@ func (c *Cache) valid(t, window int64, pref storage.Tier, then, now coverage) bo
 
 // store keeps the points of a that are older than the cut-off and valid
 // over the coverage before and after they were computed.
-func (c *Cache) store(q *request, pl plan, pref storage.Tier, before, after coverage, now time.Time, a *answer) {
+func (c *Cache) store(q *request, pl plan, pref storage.Tier, seen lateState, before, after coverage, now time.Time, a *answer) {
 	if a == nil || a.resultType != "matrix" {
 		return
 	}
@@ -579,10 +634,14 @@ func (c *Cache) store(q *request, pl plan, pref storage.Tier, before, after cove
 	end = q.start + (end-q.start)/q.step*q.step
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.lateSeq != seen.seq {
+		return // a late commit during the request: its points may miss it
+	}
+	late := append(slices.Clone(seen.dirty), c.dirty()...)
 	// the longest run of storable points
 	bestFrom, bestTo, runFrom := int64(0), int64(-1), int64(-1)
 	for t := q.start; t <= end; t += q.step {
-		if c.valid(t, pl.window, pref, before, after) {
+		if c.valid(t, pl.window, pref, before, after, late) {
 			if runFrom < 0 {
 				runFrom = t
 			}

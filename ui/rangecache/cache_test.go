@@ -68,7 +68,7 @@ func newFixture(t *testing.T) *fixture {
 	require.NoError(t, ds.Step(context.Background()))
 
 	eng := query.New(query.Options{}, nil, nil)
-	cache := rangecache.New(rangecache.Options{Store: db, Parser: eng.Parser(), Now: clock})
+	cache := rangecache.New(rangecache.Options{Store: db, Parser: eng.Parser(), Now: clock, Passes: ds.Passes})
 	server := func(c *rangecache.Cache) http.Handler {
 		sc, err := scrape.New(scrape.Options{Appendable: db, Registerer: prometheus.NewRegistry()})
 		require.NoError(t, err)
@@ -166,6 +166,10 @@ func TestLateSampleBetweenRequests(t *testing.T) {
 	for _, c := range cases {
 		f.same(c.expr, c.span, c.step)
 	}
+	for _, c := range cases {
+		f.same(c.expr, c.span, c.step)
+	}
+	warm := f.cache.Stats().Points // what a warm round serves
 	// A late sample, well inside every cached range and older than the
 	// tiers' watermarks: the gauge jumps, the histogram's counters reset.
 	late := f.now.Add(-75*time.Minute - 7*time.Second)
@@ -188,6 +192,21 @@ func TestLateSampleBetweenRequests(t *testing.T) {
 		f.same(c.expr, c.span, c.step) // after
 	}
 	require.Greater(t, f.cache.Stats().Points, hits, "points away from the late sample still come from the cache")
+	// Once the rollups over it are redone (two passes more, three for
+	// the hooks' order), its window is cached and served again.
+	for range 3 {
+		require.NoError(t, f.ds.Step(context.Background()))
+	}
+	for _, c := range cases {
+		f.same(c.expr, c.span, c.step) // kept whole
+	}
+	before := f.cache.Stats()
+	for _, c := range cases {
+		f.same(c.expr, c.span, c.step) // served whole
+	}
+	after := f.cache.Stats()
+	require.Equal(t, int64(len(cases)), after.Hits-before.Hits)
+	require.Equal(t, warm, after.Points-before.Points, "as many points as before the late sample, its window's too, from the cache")
 }
 
 func TestUncacheableRequestsPassThrough(t *testing.T) {

@@ -22,10 +22,12 @@
 //   - no sample was committed into the point's window (its range
 //     selectors, offsets and lookback, widened by the 5m resolution)
 //     since: storage reports every commit at or before the 1m tier's
-//     watermark (OnLateCommit), the cut-off keeps cached points before
-//     it, and a window touched by a late commit is never served from the
-//     cache again (its rollups are redone later, at a time the cache
-//     cannot see);
+//     watermark (OnLateCommit) and the cut-off keeps cached points before
+//     it; a late commit drops the entries over its window, whose points
+//     are then neither kept nor served until the downsampler has rolled
+//     it up again (Options.Passes: two finished passes after the report,
+//     three for the order of the hooks; without Passes, never), and a
+//     request during which a late commit came keeps nothing;
 //   - no tier's coverage (retention start, watermark) moved across the
 //     point's window, unless the whole window lies inside the covered
 //     part of the tier the query's step prefers (storage.TierForStep)
