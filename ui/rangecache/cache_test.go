@@ -125,6 +125,23 @@ func (f *fixture) same(expr string, span, step time.Duration) {
 	require.NotEmpty(f.t, want.(map[string]any)["result"], "%s at step %s", expr, step)
 }
 
+// lateSample commits a sample well inside every cached range and older
+// than the tiers' watermarks: the gauge jumps, a bucket counter resets.
+func (f *fixture) lateSample() {
+	t := f.t
+	late := f.now.Add(-75*time.Minute - 7*time.Second)
+	app := f.db.AppenderV2(context.Background())
+	for _, ls := range []labels.Labels{
+		labels.FromStrings("__name__", "queue", "job", "vllm", "instance", "a"),
+		labels.FromStrings("__name__", "lat_bucket", "job", "vllm", "instance", "a", "le", "1"),
+	} {
+		_, err := app.Append(0, ls, 0, late.UnixMilli(), 1000, nil, nil, promstorage.AOptions{})
+		require.NoError(t, err)
+	}
+	require.NoError(t, app.Commit())
+	f.db.Flush()
+}
+
 var cases = []struct {
 	expr       string
 	span, step time.Duration
@@ -170,19 +187,7 @@ func TestLateSampleBetweenRequests(t *testing.T) {
 		f.same(c.expr, c.span, c.step)
 	}
 	warm := f.cache.Stats().Points // what a warm round serves
-	// A late sample, well inside every cached range and older than the
-	// tiers' watermarks: the gauge jumps, the histogram's counters reset.
-	late := f.now.Add(-75*time.Minute - 7*time.Second)
-	app := f.db.AppenderV2(context.Background())
-	for _, ls := range []labels.Labels{
-		labels.FromStrings("__name__", "queue", "job", "vllm", "instance", "a"),
-		labels.FromStrings("__name__", "lat_bucket", "job", "vllm", "instance", "a", "le", "1"),
-	} {
-		_, err := app.Append(0, ls, 0, late.UnixMilli(), 1000, nil, nil, promstorage.AOptions{})
-		require.NoError(t, err)
-	}
-	require.NoError(t, app.Commit())
-	f.db.Flush()
+	f.lateSample()
 	hits := f.cache.Stats().Points
 	for _, c := range cases {
 		f.same(c.expr, c.span, c.step) // before the rollups are redone
@@ -216,4 +221,20 @@ func TestUncacheableRequestsPassThrough(t *testing.T) {
 		f.same(expr, time.Hour, time.Minute)
 	}
 	require.Zero(t, f.cache.Stats().Requests)
+}
+
+// A late sample that arrives while nobody asks, its rollups redone
+// before the next request: the entries from before it are gone.
+func TestLateSampleWhileIdle(t *testing.T) {
+	f := newFixture(t)
+	for _, c := range cases {
+		f.same(c.expr, c.span, c.step)
+	}
+	f.lateSample()
+	for range 3 {
+		require.NoError(t, f.ds.Step(context.Background()))
+	}
+	for _, c := range cases {
+		f.same(c.expr, c.span, c.step)
+	}
 }
