@@ -37,13 +37,14 @@ export async function rangeQuery(expr, start, end, step, signal, parse = num) {
   // server answers the past ones from its range cache (ui/rangecache).
   // Its last point is the last multiple at or before the range's end; when
   // that is a minute or more before the end (steps of a minute and more),
-  // the value at the end itself comes from an instant query at the same
-  // time, drawn as one more point, so the chart still ends at now.
+  // the value at the end itself comes from a one-point query_range at the
+  // same step (so from the same tiers as the grid's points), drawn as one
+  // more point: the chart still ends at now.
   const now = Math.round(end), e = alignedEnd(end, step), s = e - Math.ceil((end - start) / step) * step;
   const latest = step >= 60 && now > e;
   const [{ data, tiers }, last] = await Promise.all([
     api("/api/v1/query_range", { query: expr, start: s, end: e, step }, { signal }),
-    latest ? instantQuery(expr, now, signal) : null,
+    latest ? api("/api/v1/query_range", { query: expr, start: now, end: now, step }, { signal }) : null,
   ]);
   const n = Math.round((e - s) / step) + 1;
   const xs = Array.from({ length: n }, (_, i) => s + i * step);
@@ -57,14 +58,16 @@ export async function rangeQuery(expr, start, end, step, signal, parse = num) {
     return out;
   });
   if (!last) return { xs, series, tiers };
-  for (const r of last.result) {
+  for (const r of last.data.result || []) {
+    const v = (r.values || []).at(-1);
+    if (!v) continue;
     let x = byKey.get(metricKey(r.metric));
     if (!x) {
       x = { metric: r.metric, ys: new Array(xs.length).fill(null) };
       byKey.set(metricKey(r.metric), x);
       series.push(x);
     }
-    x.ys[xs.length - 1] = parse(r.value[1]);
+    x.ys[xs.length - 1] = parse(v[1]);
   }
   const order = ["raw", "1m", "5m"];
   return { xs, series, tiers: [...new Set([...tiers, ...last.tiers])].sort((a, b) => order.indexOf(a) - order.indexOf(b)) };
