@@ -35,46 +35,37 @@ export async function rangeQuery(expr, start, end, step, signal, parse = num) {
   // The grid sits on multiples of the step (as Grafana aligns it), so the
   // next load, a refresh or another page asks for the same points and the
   // server answers the past ones from its range cache (ui/rangecache).
-  // Its last point is the last multiple at or before the range's end; when
-  // that is a minute or more before the end (steps of a minute and more),
-  // the value at the end itself comes from a one-point query_range at the
-  // same step (so from the same tiers as the grid's points), drawn as one
-  // more point: the chart still ends at now.
+  // Its last point is the last multiple at or before the range's end, at
+  // most one step old. When the grid holds no value at all and ends a
+  // minute or more before the end (a fresh install: all its data is
+  // younger than a step), the value at the end comes from a one-point
+  // query_range at the same step (the grid's tiers), drawn as one more
+  // point. Asking for it on every load would cost a query evaluated
+  // afresh per panel: the work of a range query follows the series read,
+  // not the steps.
   const now = Math.round(end), e = alignedEnd(end, step), s = e - Math.ceil((end - start) / step) * step;
-  const latest = step >= 60 && now > e;
-  const [{ data, tiers }, last] = await Promise.all([
-    api("/api/v1/query_range", { query: expr, start: s, end: e, step }, { signal }),
-    latest ? api("/api/v1/query_range", { query: expr, start: now, end: now, step }, { signal }) : null,
-  ]);
+  const { data, tiers } = await api("/api/v1/query_range", { query: expr, start: s, end: e, step }, { signal });
   const n = Math.round((e - s) / step) + 1;
   const xs = Array.from({ length: n }, (_, i) => s + i * step);
-  if (latest) xs.push(now);
-  const byKey = new Map();
-  const series = (data.result || []).map((r) => {
-    const ys = new Array(xs.length).fill(null);
+  const grid = (data.result || []).map((r) => {
+    const ys = new Array(n).fill(null);
     for (const [t, v] of r.values || []) ys[Math.round((t - s) / step)] = parse(v);
-    const out = { metric: r.metric, ys };
-    byKey.set(metricKey(r.metric), out);
-    return out;
+    return { metric: r.metric, ys };
   });
-  if (!last) return { xs, series, tiers };
+  if (step < 60 || now <= e || grid.some((g) => g.ys.some((v) => v != null))) return { xs, series: grid, tiers };
+  const last = await api("/api/v1/query_range", { query: expr, start: now, end: now, step }, { signal });
+  xs.push(now);
+  const series = [];
   for (const r of last.data.result || []) {
     const v = (r.values || []).at(-1);
     if (!v) continue;
-    let x = byKey.get(metricKey(r.metric));
-    if (!x) {
-      x = { metric: r.metric, ys: new Array(xs.length).fill(null) };
-      byKey.set(metricKey(r.metric), x);
-      series.push(x);
-    }
-    x.ys[xs.length - 1] = parse(v[1]);
+    const ys = new Array(xs.length).fill(null);
+    ys[xs.length - 1] = parse(v[1]);
+    series.push({ metric: r.metric, ys });
   }
   const order = ["raw", "1m", "5m"];
   return { xs, series, tiers: [...new Set([...tiers, ...last.tiers])].sort((a, b) => order.indexOf(a) - order.indexOf(b)) };
 }
-
-// metricKey identifies a series by its labels, in any order.
-const metricKey = (m) => JSON.stringify(Object.keys(m || {}).sort().map((k) => [k, m[k]]));
 
 // sharedRange is rangeQuery through the page's map of range answers
 // (ctx.queries, new for every range and refresh):
