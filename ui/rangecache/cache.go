@@ -591,8 +591,15 @@ func (c *Cache) valid(t, window int64, pref storage.Tier, then, now coverage, la
 			return false
 		}
 	}
-	// Inside the preferred tier's coverage then and now: only it is read.
-	if a >= max(then.lo[pref], now.lo[pref]) && b < min(then.hi[pref], now.hi[pref]) {
+	// Inside the coverage of the tier the step prefers and of every
+	// coarser one the query may read (storage may read a coarser tier
+	// where its rollups give the same answer), then and now: the tier
+	// read is the same.
+	inside := true
+	for k := pref; k < storage.NumTiers; k++ {
+		inside = inside && a >= max(then.lo[k], now.lo[k]) && b < min(then.hi[k], now.hi[k])
+	}
+	if inside {
 		return true
 	}
 	cross := func(x, y int64) bool {

@@ -30,8 +30,9 @@
 //     request during which a late commit came keeps nothing;
 //   - no tier's coverage (retention start, watermark) moved across the
 //     point's window, unless the whole window lies inside the covered
-//     part of the tier the query's step prefers (storage.TierForStep)
-//     then and now;
+//     part, then and now, of the tier the query's step prefers
+//     (storage.TierForStep) and of every coarser one (storage may read a
+//     coarser tier where its rollups give the same answer);
 //   - queries whose value depends on the range itself or on future
 //     samples (@, negative offsets) and subqueries are not cached, nor
 //     requests with parameters the cache does not know (stats, limit).
