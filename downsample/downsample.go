@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aiserve/appliance/storage"
@@ -148,6 +149,8 @@ type Downsampler struct {
 
 	lateMu sync.Mutex
 	late   []span
+	// passes counts the passes that ended without an error (Passes).
+	passes atomic.Uint64
 
 	metrics *metrics
 }
@@ -274,8 +277,18 @@ func (d *Downsampler) Step(ctx context.Context) error {
 	if err := d.save(); err != nil {
 		errs = errors.Join(errs, err)
 	}
+	if errs == nil {
+		d.passes.Add(1)
+	}
 	return errs
 }
+
+// Passes is the number of passes that ended without an error. A pass
+// takes in the late data reported before it began and rolls it up again
+// before it ends, so two more passes after a late commit was reported
+// have rolled it up (the query range cache, ui/rangecache, waits for
+// them). It is safe to call from any goroutine.
+func (d *Downsampler) Passes() uint64 { return d.passes.Load() }
 
 // compactMonths merges the finished months of tier that rollups stopped
 // writing to (storage.DB.CompactQuietMonths). A failure costs only disk

@@ -186,6 +186,7 @@ func TestRestartAfterFailedRollupResumesWithoutGapsOrDuplicates(t *testing.T) {
 	ds, err := New(db, opts)
 	require.NoError(t, err)
 	require.NoError(t, ds.Step(context.Background()))
+	require.Equal(t, uint64(1), ds.Passes())
 	saved := ds.Watermark(storage.Tier1m)
 	wall.Set(wall.Now().Add(time.Minute))
 	now.Set(start.Add(4 * time.Hour))
@@ -193,6 +194,7 @@ func TestRestartAfterFailedRollupResumesWithoutGapsOrDuplicates(t *testing.T) {
 	calls, failAt = nil, 4
 	mu.Unlock()
 	require.ErrorContains(t, ds.Step(context.Background()), "injected crash")
+	require.Equal(t, uint64(1), ds.Passes(), "a failed pass is not counted")
 	ds.Close()
 
 	// The watermark on disk is the one of the first pass: the first pass

@@ -42,6 +42,10 @@
 //     is parsed whole before anything is written, so a bad line is a 400
 //     naming the line and nothing of the body is stored.
 //
+// In front of query_range, Options.RangeCache (package ui/rangecache)
+// answers the past points of a grid answered before and asks the API only
+// for the others.
+//
 // Next to them (federate.go, export.go): /federate as Prometheus serves it,
 // so a Prometheus or Thanos can pull; /api/v1/export in VictoriaMetrics'
 // JSON lines, raw tier only, written series by series; and /api/v1/import

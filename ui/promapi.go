@@ -102,6 +102,9 @@ func (s *Server) mountPrometheusAPI(e *echo.Echo) {
 	if o.Tiers != nil {
 		prom = tiersMiddleware(prom)
 	}
+	if o.RangeCache != nil {
+		prom = o.RangeCache.Handler(prom) // query_range from earlier answers (package ui/rangecache)
+	}
 	prom = extraLabels(prom) // extra_label=name=value (extralabel.go)
 	e.Any("/api/v1/*", echo.WrapHandler(prom))
 	e.GET("/api/v1/targets", echo.WrapHandler(s.targetsWithRefusals(prom))) // storage.max_series in lastError

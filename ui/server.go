@@ -26,6 +26,7 @@ import (
 	"github.com/aiserve/appliance/internal/exemplars"
 	"github.com/aiserve/appliance/internal/histconv"
 	"github.com/aiserve/appliance/pipeline"
+	"github.com/aiserve/appliance/ui/rangecache"
 )
 
 // Storage is what the HTTP layer needs of the time-series store.
@@ -88,6 +89,9 @@ type Options struct {
 	ConfigYAML func() string
 	// PromConfig returns the Prometheus part of the running config.
 	PromConfig func() promconfig.Config
+	// RangeCache, when set, answers /api/v1/query_range from the
+	// points of earlier answers (package ui/rangecache); nil: off.
+	RangeCache *rangecache.Cache
 	// Reload re-reads the config file; a bad file leaves the old config
 	// running and the error is returned to the caller of /-/reload.
 	Reload func() error
@@ -385,6 +389,9 @@ func (s *Server) routes() *echo.Echo {
 		}
 		if err := s.opts.Reload(); err != nil {
 			return c.String(http.StatusInternalServerError, fmt.Sprintf("failed to reload config: %s\n", err))
+		}
+		if s.opts.RangeCache != nil {
+			s.opts.RangeCache.Reset()
 		}
 		return c.String(http.StatusOK, "config reloaded\n")
 	}

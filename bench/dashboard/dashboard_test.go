@@ -35,3 +35,8 @@ func TestQuantileInner(t *testing.T) {
 	require.Empty(t, quantileInner(`histogram_quantile(0.95, rate(x_bucket[5m]))`))
 	require.Empty(t, quantileInner(`sum(rate(x[5m]))`))
 }
+
+func TestOnePoint(t *testing.T) {
+	require.True(t, onePoint("http://x/api/v1/query_range?query=up&start=1700000000&end=1700000000&step=600"))
+	require.False(t, onePoint("http://x/api/v1/query_range?query=up&start=1699990000&end=1700000000&step=600"))
+}

@@ -271,7 +271,7 @@ func (s *systems) stop(keep bool) {
 // startSystems starts the appliance (raw 7d, 1m 30d, 5m 90d, as
 // bench/tiers) and VictoriaMetrics (retention 100d, no rollup result
 // cache, as the other benches run it) on fresh data dirs.
-func startSystems(ctx context.Context, dir, appBin, vmBin string) (*systems, error) {
+func startSystems(ctx context.Context, dir, appBin, vmBin string, vmCache bool) (*systems, error) {
 	s := &systems{dashDir: filepath.Join(dir, "vmui-dashboards")}
 	if err := os.MkdirAll(s.dashDir, 0o755); err != nil {
 		return nil, err
@@ -295,13 +295,16 @@ func startSystems(ctx context.Context, dir, appBin, vmBin string) (*systems, err
 	}
 	vm := harness.VictoriaMetrics
 	vm.Args = func(_, dataDir, addr string) []string {
-		return []string{
+		args := []string{
 			"-storageDataPath=" + dataDir,
 			"-httpListenAddr=" + addr,
 			"-retentionPeriod=100d",
-			"-search.disableCache",
 			"-vmui.customDashboardsPath=" + s.dashDir,
 		}
+		if !vmCache {
+			args = append(args, "-search.disableCache")
+		}
+		return args
 	}
 	if s.vm, err = harness.Launch(ctx, client, vm, vmBin, "", vmData, filepath.Join(dir, "victoriametrics.log"), 0); err != nil {
 		s.stop(false)

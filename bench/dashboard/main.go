@@ -47,6 +47,7 @@ type options struct {
 	seed             uint64
 	settle           time.Duration
 	keepData         bool
+	vmCache          bool
 }
 
 func parseFlags() (options, error) {
@@ -66,6 +67,7 @@ func parseFlags() (options, error) {
 	flag.StringVar(&ranges, "ranges", "24h,7d,90d", "Overview ranges to time, comma-separated")
 	flag.Uint64Var(&o.seed, "seed", 1, "generator seed; both systems get the same data")
 	flag.DurationVar(&o.settle, "settle-timeout", 30*time.Minute, "longest wait for the appliance's downsampler")
+	flag.BoolVar(&o.vmCache, "vm-cache", true, "run VictoriaMetrics with its rollup result cache, as the appliance runs with its range cache (false: -search.disableCache)")
 	flag.BoolVar(&o.keepData, "keep-data", false, "keep the data dirs under bench/out/dashboard-<time>/")
 	if err := harness.ParseFlags(flag.CommandLine, os.Args[1:]); err != nil {
 		return o, err
@@ -116,7 +118,7 @@ func runBench(ctx context.Context, o options) error {
 	}
 	rep := &report{opts: o, data: data, machine: harness.ReadMachine(), bundle: bundle, dir: run.Dir}
 
-	sys, err := startSystems(ctx, run.Dir, appBin, vmBin)
+	sys, err := startSystems(ctx, run.Dir, appBin, vmBin, o.vmCache)
 	if err != nil {
 		return err
 	}

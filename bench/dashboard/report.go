@@ -58,12 +58,17 @@ func (r *report) markdown() string {
 		r.data.historySeries, r.opts.days, r.opts.historyInterval, r.data.fleetSamples(), r.data.historySamples())
 	fmt.Fprintf(&b, "- load: %s in %s; settle: %s in %s\n", r.loadNote, r.loadTime.Round(time.Second), r.settleNote, r.settleTime.Round(time.Second))
 	fmt.Fprintf(&b, "- dashboard bundle: %s gzipped (ui/web/dist/*.gz)\n", harness.Bytes(float64(r.bundle)))
-	fmt.Fprintf(&b, "- browser: headless Chromium, %d×%d window, cache disabled; median of %d loads after one untimed load each\n\n", windowWidth, windowHeight, r.opts.runs)
+	fmt.Fprintf(&b, "- browser: headless Chromium, %d×%d window, cache disabled; median of %d loads after one untimed (cold) load each\n", windowWidth, windowHeight, r.opts.runs)
 
-	t := harness.Table{Header: []string{"range", "appliance Overview: data-ready", "(last answer)", "vmui: all panels drawn", "(last answer)", "vmui ÷ appliance", "panels (appliance / vmui)", "range queries (appliance / vmui)", "step", "tiers"}}
+	cache := "VictoriaMetrics with its rollup result cache (default settings), the appliance with its range cache"
+	if !r.opts.vmCache {
+		cache = "VictoriaMetrics with `-search.disableCache`, the appliance with its range cache"
+	}
+	fmt.Fprintf(&b, "- caches: %s; the cold first load is each range's untimed load (no earlier request at that range's steps)\n\n", cache)
+	t := harness.Table{Header: []string{"range", "appliance: cold first load", "vmui: cold first load", "appliance Overview: data-ready", "(last answer)", "vmui: all panels drawn", "(last answer)", "vmui ÷ appliance", "panels (appliance / vmui)", "range queries (appliance / vmui)", "step", "tiers"}}
 	for _, x := range r.results {
 		a, v := median(x.app, func(l load) float64 { return l.ready }), median(x.vm, func(l load) float64 { return l.ready })
-		t.AddRow(x.rng, ms(a), ms(median(x.app, func(l load) float64 { return l.queries })),
+		t.AddRow(x.rng, ms(x.cold[0].ready), ms(x.cold[1].ready), ms(a), ms(median(x.app, func(l load) float64 { return l.queries })),
 			ms(v), ms(median(x.vm, func(l load) float64 { return l.queries })),
 			fmt.Sprintf("%.2f", v/a), fmt.Sprintf("%d / %d", x.appPanels, x.vmPanels),
 			fmt.Sprintf("%d / %d", x.appQueries, x.vmQueries), x.step, x.tiers)

@@ -74,6 +74,7 @@ import (
 	"github.com/aiserve/appliance/scrape"
 	"github.com/aiserve/appliance/storage"
 	"github.com/aiserve/appliance/ui"
+	"github.com/aiserve/appliance/ui/rangecache"
 )
 
 // appliance holds the parts. Construction opens the storage and binds the
@@ -309,20 +310,29 @@ func newAppliance(cfg *config.Config, f runFlags, logger *slog.Logger) (_ *appli
 		return nil, err
 	}
 	a.web, err = ui.New(ui.Options{
-		ListenAddress:    cfg.Web.ListenAddress,
-		Logger:           logger.With("component", "web"),
-		Storage:          a.db,
-		Engine:           a.engine,
-		Queryable:        a.remoteQuery.Queryable(a.db),
-		BoxLabels:        a.remoteQuery.BoxLabels,
-		Targets:          a.scraper.Manager(),
-		Rules:            a.rules,
-		Reports:          a.slo.reporter,
-		Annotations:      a.slo.annotations,
-		Cardinality:      a.cardinality,
-		ConfigYAML:       func() string { return a.cfg.Load().String() },
-		PromConfig:       func() promconfig.Config { return *a.cfg.Load().PrometheusConfig() },
-		Reload:           a.reload,
+		ListenAddress: cfg.Web.ListenAddress,
+		Logger:        logger.With("component", "web"),
+		Storage:       a.db,
+		Engine:        a.engine,
+		Queryable:     a.remoteQuery.Queryable(a.db),
+		BoxLabels:     a.remoteQuery.BoxLabels,
+		Targets:       a.scraper.Manager(),
+		Rules:         a.rules,
+		Reports:       a.slo.reporter,
+		Annotations:   a.slo.annotations,
+		Cardinality:   a.cardinality,
+		ConfigYAML:    func() string { return a.cfg.Load().String() },
+		PromConfig:    func() promconfig.Config { return *a.cfg.Load().PrometheusConfig() },
+		Reload:        a.reload,
+		// query_range from the points of earlier answers; off while
+		// remote read or hub mode brings samples the cache cannot see.
+		RangeCache: rangecache.New(rangecache.Options{
+			Store:         a.db,
+			Parser:        a.engine.Parser(),
+			LookbackDelta: a.engine.Options().LookbackDelta,
+			Passes:        a.downsampler.Passes,
+			Bypass:        func() bool { return a.remoteRead.Len() > 0 || a.remoteQuery.URL() != "" },
+		}),
 		LookbackDelta:    a.engine.Options().LookbackDelta,
 		StorageRetention: sopts.RetentionRaw.String(),
 		Flags:            f.flagMap(),

@@ -4,7 +4,7 @@ import { html } from "htm/preact";
 import { createContext } from "preact";
 import { useContext, useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
 import uPlot from "uplot";
-import { api, chooseStep, combine, fmt, fmtTime, histogramQuantile, isAbort, legendFor, num, promDur, quantileCall, rateInterval, splitBinary, substitute } from "./util.js";
+import { alignedEnd, api, chooseStep, combine, fmt, fmtTime, histogramQuantile, isAbort, legendFor, num, promDur, quantileCall, rateInterval, splitBinary, substitute } from "./util.js";
 
 // PageCtx carries what every panel of a page shares: the time range, the
 // page's selector, scrape interval, annotations, theme, a refresh tick
@@ -32,18 +32,39 @@ export function queryVars(ctx, width, sel) {
 // rangeQuery runs one query_range and aligns its series on the step grid;
 // parse reads each value (num: NaN and ±Inf read as null, a gap).
 export async function rangeQuery(expr, start, end, step, signal, parse = num) {
-  // The grid ends at the range's end (now, for relative ranges), so the
-  // latest value is always drawn, and steps back from there.
-  const e = Math.round(end), s = e - Math.ceil((e - start) / step) * step;
+  // The grid sits on multiples of the step (as Grafana aligns it), so the
+  // next load, a refresh or another page asks for the same points and the
+  // server answers the past ones from its range cache (ui/rangecache).
+  // Its last point is the last multiple at or before the range's end, at
+  // most one step old. When the grid holds no value at all and ends a
+  // minute or more before the end (a fresh install: all its data is
+  // younger than a step), the value at the end comes from a one-point
+  // query_range at the same step (the grid's tiers), drawn as one more
+  // point. Asking for it on every load would cost a query evaluated
+  // afresh per panel: the work of a range query follows the series read,
+  // not the steps.
+  const now = Math.round(end), e = alignedEnd(end, step), s = e - Math.ceil((end - start) / step) * step;
   const { data, tiers } = await api("/api/v1/query_range", { query: expr, start: s, end: e, step }, { signal });
   const n = Math.round((e - s) / step) + 1;
   const xs = Array.from({ length: n }, (_, i) => s + i * step);
-  const series = (data.result || []).map((r) => {
+  const grid = (data.result || []).map((r) => {
     const ys = new Array(n).fill(null);
     for (const [t, v] of r.values || []) ys[Math.round((t - s) / step)] = parse(v);
     return { metric: r.metric, ys };
   });
-  return { xs, series, tiers };
+  if (step < 60 || now <= e || grid.some((g) => g.ys.some((v) => v != null))) return { xs, series: grid, tiers };
+  const last = await api("/api/v1/query_range", { query: expr, start: now, end: now, step }, { signal });
+  xs.push(now);
+  const series = [];
+  for (const r of last.data.result || []) {
+    const v = (r.values || []).at(-1);
+    if (!v) continue;
+    const ys = new Array(xs.length).fill(null);
+    ys[xs.length - 1] = parse(v[1]);
+    series.push({ metric: r.metric, ys });
+  }
+  const order = ["raw", "1m", "5m"];
+  return { xs, series, tiers: [...new Set([...tiers, ...last.tiers])].sort((a, b) => order.indexOf(a) - order.indexOf(b)) };
 }
 
 // sharedRange is rangeQuery through the page's map of range answers

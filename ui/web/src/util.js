@@ -39,6 +39,10 @@ export function chooseStep(rangeSec, widthPx, scrapeSec) {
   return Math.ceil(raw / 86400) * 86400;
 }
 
+// alignedEnd is the last multiple of step (seconds) at or before end:
+// where a range query's grid ends (rangeQuery in chart.js).
+export const alignedEnd = (end, step) => Math.floor(Math.round(end) / step) * step;
+
 // rateInterval is Grafana's $__rate_interval: max(4 x scrape, step).
 export const rateInterval = (step, scrapeSec) => Math.max(4 * (scrapeSec || 15), step);
 

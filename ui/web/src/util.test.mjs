@@ -1,7 +1,7 @@
 // Unit tests of the time, step and placeholder rules (node --test).
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { chooseStep, combine, fmt, legendFor, parseDur, parseTime, promDur, rateInterval, splitBinary, substitute } from "./util.js";
+import { alignedEnd, chooseStep, combine, fmt, legendFor, parseDur, parseTime, promDur, rateInterval, splitBinary, substitute } from "./util.js";
 
 test("durations", () => {
   assert.equal(parseDur("1h30m"), 5400);
@@ -69,4 +69,11 @@ test("an expression of two other queries' answers", () => {
   assert.deepEqual(combine("-", r([null, null, null]), r([1, 2, 3])).series, []);
   assert.equal(combine("-", r([1, 2, 3], { a: "1" }), r([1, 2, 3], { a: "2" })), null);
   assert.equal(combine("-", { ...r([1]), series: [{ metric: {}, ys: [1, 2, 3] }, { metric: { x: "1" }, ys: [1, 2, 3] }] }, r([1, 2, 3])), null);
+});
+
+test("alignedEnd: the grid ends on the last multiple of the step, so successive loads share it", () => {
+  assert.equal(alignedEnd(1700000123.4, 600), 1699999800);
+  assert.equal(alignedEnd(1699999800, 600), 1699999800, "an aligned end stays");
+  assert.equal(alignedEnd(1700000399, 600), alignedEnd(1700000123, 600), "two loads within one step ask for the same grid");
+  assert.equal(alignedEnd(1700000123, 15) % 15, 0);
 });
