@@ -332,6 +332,7 @@ func newAppliance(cfg *config.Config, f runFlags, logger *slog.Logger) (_ *appli
 			LookbackDelta: a.engine.Options().LookbackDelta,
 			Passes:        a.downsampler.Passes,
 			Bypass:        func() bool { return a.remoteRead.Len() > 0 || a.remoteQuery.URL() != "" },
+			Registerer:    a.reg, // appliance_query_cache_*
 		}),
 		LookbackDelta:    a.engine.Options().LookbackDelta,
 		StorageRetention: sopts.RetentionRaw.String(),

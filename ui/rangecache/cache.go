@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql/parser"
@@ -56,6 +57,9 @@ type Options struct {
 	Passes func() uint64
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// Registerer, when set, gets the cache's metrics
+	// (appliance_query_cache_*, read from Stats at scrape time).
+	Registerer prometheus.Registerer
 }
 
 // Cache is a range-query result cache; see the package doc.
@@ -78,13 +82,36 @@ type Stats struct {
 	// Requests is the query_range requests it looked up, Hits those
 	// answered with cached points, Points the points it served.
 	Requests, Hits, Points int64
+	// Bytes is what the kept points take (bounded by Options.MaxBytes),
+	// Entries the grids they belong to.
+	Bytes   int64
+	Entries int
 }
 
 // Stats returns the counts so far.
 func (c *Cache) Stats() Stats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.stats
+	st := c.stats
+	st.Bytes, st.Entries = c.bytes, len(c.entries)
+	return st
+}
+
+// register adds the cache's metrics to r.
+func (c *Cache) register(r prometheus.Registerer) {
+	stat := func(f func(Stats) float64) func() float64 { return func() float64 { return f(c.Stats()) } }
+	r.MustRegister(
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "appliance_query_cache_requests_total",
+			Help: "query_range requests the result cache looked up."}, stat(func(s Stats) float64 { return float64(s.Requests) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "appliance_query_cache_hits_total",
+			Help: "query_range requests that found cached points."}, stat(func(s Stats) float64 { return float64(s.Hits) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "appliance_query_cache_points_served_total",
+			Help: "Points the result cache served instead of evaluating them."}, stat(func(s Stats) float64 { return float64(s.Points) })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "appliance_query_cache_bytes",
+			Help: "Bytes the result cache's kept points take."}, stat(func(s Stats) float64 { return float64(s.Bytes) })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "appliance_query_cache_max_bytes",
+			Help: "The result cache's bound."}, func() float64 { return float64(c.o.MaxBytes) }),
+	)
 }
 
 // span is a late commit's time range (inclusive, ms), dirty until the
@@ -118,6 +145,9 @@ func New(o Options) *Cache {
 	}
 	c := &Cache{o: o, entries: map[string]*entry{}}
 	o.Store.OnLateCommit(c.noteLate)
+	if o.Registerer != nil {
+		c.register(o.Registerer)
+	}
 	return c
 }
 

@@ -35,6 +35,7 @@ type fixture struct {
 	ds             *downsample.Downsampler
 	now            time.Time
 	cache          *rangecache.Cache
+	reg            *prometheus.Registry
 	cached, direct http.Handler
 }
 
@@ -68,7 +69,8 @@ func newFixture(t *testing.T) *fixture {
 	require.NoError(t, ds.Step(context.Background()))
 
 	eng := query.New(query.Options{}, nil, nil)
-	cache := rangecache.New(rangecache.Options{Store: db, Parser: eng.Parser(), Now: clock, Passes: ds.Passes})
+	reg := prometheus.NewRegistry()
+	cache := rangecache.New(rangecache.Options{Store: db, Parser: eng.Parser(), Now: clock, Passes: ds.Passes, Registerer: reg})
 	server := func(c *rangecache.Cache) http.Handler {
 		sc, err := scrape.New(scrape.Options{Appendable: db, Registerer: prometheus.NewRegistry()})
 		require.NoError(t, err)
@@ -81,7 +83,7 @@ func newFixture(t *testing.T) *fixture {
 		srv.SetReady(true)
 		return srv.Handler()
 	}
-	return &fixture{t: t, db: db, ds: ds, now: now, cache: cache, cached: server(cache), direct: server(nil)}
+	return &fixture{t: t, db: db, ds: ds, now: now, cache: cache, reg: reg, cached: server(cache), direct: server(nil)}
 }
 
 // get runs a query_range over the last span before now on step's grid
@@ -166,6 +168,12 @@ func TestCachedAnswersAreTheUncachedOnes(t *testing.T) {
 	warm := f.cache.Stats()
 	require.Equal(t, int64(len(cases)), warm.Hits-cold.Hits, "every second request is answered from the cache")
 	require.Positive(t, warm.Points)
+	// The same counts as metrics.
+	require.Equal(t, float64(warm.Hits), metric(t, f.reg, "appliance_query_cache_hits_total"))
+	require.Equal(t, float64(warm.Requests), metric(t, f.reg, "appliance_query_cache_requests_total"))
+	require.Equal(t, float64(warm.Points), metric(t, f.reg, "appliance_query_cache_points_served_total"))
+	require.Positive(t, warm.Bytes)
+	require.Equal(t, float64(warm.Bytes), metric(t, f.reg, "appliance_query_cache_bytes"))
 	// Compressed for a client that takes gzip, and the same.
 	c := cases[2]
 	got, _ := f.get(f.cached, c.expr, c.span, c.step, "Accept-Encoding", "gzip")
@@ -237,4 +245,19 @@ func TestLateSampleWhileIdle(t *testing.T) {
 	for _, c := range cases {
 		f.same(c.expr, c.span, c.step)
 	}
+}
+
+// metric is the value reg gathers for name (a counter or a gauge).
+func metric(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			m := mf.GetMetric()[0]
+			return m.GetCounter().GetValue() + m.GetGauge().GetValue()
+		}
+	}
+	t.Fatalf("no metric %s", name)
+	return 0
 }
