@@ -589,20 +589,8 @@ func (c *Cache) lookup(q *request, pl plan, pref storage.Tier, now coverage) (fr
 	lo := max(e.from, q.start)
 	hi := min(e.to, q.start+(q.end-q.start)/q.step*q.step)
 	late := c.dirty()
-	bestFrom, bestTo, runFrom := int64(0), int64(-1), int64(-1)
-	for t := lo; t <= hi; t += q.step {
-		if c.valid(t, pl.window, pref, e.cov, now, late) {
-			if runFrom < 0 {
-				runFrom = t
-			}
-			if bestTo < bestFrom || t-runFrom > bestTo-bestFrom {
-				bestFrom, bestTo = runFrom, t
-			}
-			continue
-		}
-		runFrom = -1
-	}
-	if bestTo < bestFrom {
+	bestFrom, bestTo, ok := longestRun(lo, hi, q.step, func(t int64) bool { return c.valid(t, pl.window, pref, e.cov, now, late) })
+	if !ok {
 		return 0, 0, nil
 	}
 	c.clock++
@@ -676,20 +664,8 @@ func (c *Cache) store(q *request, pl plan, pref storage.Tier, seen lateState, be
 	}
 	late := append(slices.Clone(seen.dirty), c.dirty()...)
 	// the longest run of storable points
-	bestFrom, bestTo, runFrom := int64(0), int64(-1), int64(-1)
-	for t := q.start; t <= end; t += q.step {
-		if c.valid(t, pl.window, pref, before, after, late) {
-			if runFrom < 0 {
-				runFrom = t
-			}
-			if bestTo < bestFrom || t-runFrom > bestTo-bestFrom {
-				bestFrom, bestTo = runFrom, t
-			}
-			continue
-		}
-		runFrom = -1
-	}
-	if bestTo < bestFrom {
+	bestFrom, bestTo, ok := longestRun(q.start, end, q.step, func(t int64) bool { return c.valid(t, pl.window, pref, before, after, late) })
+	if !ok {
 		return
 	}
 	e := &entry{key: q.key, from: bestFrom, to: bestTo, step: q.step, window: pl.window, pref: pref, sig: pl.sig, cov: before,
@@ -914,4 +890,24 @@ func (a *answer) encode() ([]byte, error) {
 	}
 	b.WriteByte('}')
 	return b.Bytes(), nil
+}
+
+// longestRun is the longest run of grid points lo, lo+step, ... up to hi
+// for which ok holds (the first such run when several are as long); ok
+// is false when there is none.
+func longestRun(lo, hi, step int64, valid func(int64) bool) (from, to int64, ok bool) {
+	from, to, runFrom := int64(0), int64(-1), int64(-1)
+	for t := lo; t <= hi; t += step {
+		if !valid(t) {
+			runFrom = -1
+			continue
+		}
+		if runFrom < 0 {
+			runFrom = t
+		}
+		if to < from || t-runFrom > to-from {
+			from, to = runFrom, t
+		}
+	}
+	return from, to, to >= from
 }
