@@ -8,6 +8,8 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 	"github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
+
+	"github.com/aiserve/appliance/internal/stepwin"
 )
 
 // Step-aware reads. A range query evaluates each selector at the steps
@@ -33,25 +35,8 @@ type StepSelecter interface {
 	SelectAtSteps(ctx context.Context, sortSeries bool, hints *storage.SelectHints, first, step, last, window int64, ms ...*labels.Matcher) storage.SeriesSet
 }
 
-// stepWindows are the windows (t-window, t] a selector is read in, at
-// t = first, first+step, ... up to last (milliseconds).
-type stepWindows struct {
-	first, step, last, window int64
-}
-
-// keep reports whether a sample at t is in one of the windows.
-func (w stepWindows) keep(t int64) bool {
-	if t > w.last || t <= w.first-w.window {
-		return false
-	}
-	if t <= w.first {
-		return true
-	}
-	// The first step at or after t.
-	k := (t - w.first + w.step - 1) / w.step
-	at := w.first + k*w.step
-	return at <= w.last && at-t < w.window
-}
+// stepWindows are the windows a selector is read in (package stepwin).
+type stepWindows = stepwin.Windows
 
 // stepReadable reports whether every selector of expr is evaluated at
 // every step of a range query, so that its Select hints give its steps
@@ -121,7 +106,7 @@ func (s stepQueryable) windows(h *storage.SelectHints) (stepWindows, bool) {
 	if w <= 0 || w >= s.step || first != s.start-offset {
 		return stepWindows{}, false
 	}
-	return stepWindows{first: first, step: s.step, last: h.End, window: w}, true
+	return stepWindows{First: first, Step: s.step, Last: h.End, Window: w}, true
 }
 
 type stepQuerier struct {
@@ -135,7 +120,7 @@ func (q *stepQuerier) Select(ctx context.Context, sortSeries bool, hints *storag
 		return q.Querier.Select(ctx, sortSeries, hints, ms...)
 	}
 	if ss, ok := q.Querier.(StepSelecter); ok {
-		return ss.SelectAtSteps(ctx, sortSeries, hints, w.first, w.step, w.last, w.window, ms...)
+		return ss.SelectAtSteps(ctx, sortSeries, hints, w.First, w.Step, w.Last, w.Window, ms...)
 	}
 	return &stepSeriesSet{SeriesSet: q.Querier.Select(ctx, sortSeries, hints, ms...), w: w}
 }
@@ -171,7 +156,7 @@ type stepIterator[T ~int64] struct {
 
 func (it *stepIterator[T]) Next() chunkenc.ValueType {
 	for vt := it.Iterator.Next(); vt != chunkenc.ValNone; vt = it.Iterator.Next() {
-		if it.w.keep(it.Iterator.AtT()) {
+		if it.w.Keep(it.Iterator.AtT()) {
 			return vt
 		}
 	}
@@ -180,7 +165,7 @@ func (it *stepIterator[T]) Next() chunkenc.ValueType {
 
 func (it *stepIterator[T]) Seek(t T) chunkenc.ValueType {
 	vt := it.Iterator.Seek(int64(t))
-	if vt == chunkenc.ValNone || it.w.keep(it.Iterator.AtT()) {
+	if vt == chunkenc.ValNone || it.w.Keep(it.Iterator.AtT()) {
 		return vt
 	}
 	return it.Next()

@@ -96,11 +96,11 @@ func TestStepWindows(t *testing.T) {
 	// rate(x[20s] offset 5s)
 	w, ok := sq.windows(&storage.SelectHints{Start: 100_000 - 5_000 - 20_000 + 1, End: 995_000, Step: 60_000, Range: 20_000})
 	require.True(t, ok)
-	require.Equal(t, stepWindows{first: 95_000, step: 60_000, last: 995_000, window: 20_000}, w)
+	require.Equal(t, stepWindows{First: 95_000, Step: 60_000, Last: 995_000, Window: 20_000}, w)
 	// An instant selector reads the lookback.
 	w, ok = sq.windows(&storage.SelectHints{Start: 100_000 - 30_000 + 1, End: 1_000_000, Step: 60_000})
 	require.True(t, ok)
-	require.Equal(t, int64(30_000), w.window)
+	require.Equal(t, int64(30_000), w.Window)
 	// A window as long as the step reads everything; other steps, label
 	// reads and hints that do not fit the query's range are left alone.
 	for _, h := range []*storage.SelectHints{
@@ -113,7 +113,7 @@ func TestStepWindows(t *testing.T) {
 		_, ok := sq.windows(h)
 		require.False(t, ok, "%+v", h)
 	}
-	require.True(t, (stepWindows{first: 100, step: 50, last: 200, window: 10}).keep(191))
-	require.False(t, (stepWindows{first: 100, step: 50, last: 200, window: 10}).keep(190))
-	require.False(t, (stepWindows{first: 100, step: 50, last: 200, window: 10}).keep(201))
+	require.True(t, (&stepWindows{First: 100, Step: 50, Last: 200, Window: 10}).Keep(191))
+	require.False(t, (&stepWindows{First: 100, Step: 50, Last: 200, Window: 10}).Keep(190))
+	require.False(t, (&stepWindows{First: 100, Step: 50, Last: 200, Window: 10}).Keep(201))
 }

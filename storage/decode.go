@@ -93,7 +93,7 @@ func (s *series) decodeBlocks(tr vmstorage.TimeRange, sw *stepWindows) (added in
 		}
 		n := len(sc.ts)
 		sc.ts, sc.vs = b.AppendRowsWithTimeRangeFilter(sc.ts, sc.vs, tr)
-		ts, vs := sw.filter(sc.ts[n:], sc.vs[n:])
+		ts, vs := filterSteps(sw, sc.ts[n:], sc.vs[n:])
 		sc.ts, sc.vs = sc.ts[:n+len(ts)], sc.vs[:n+len(vs)]
 	}
 	return 0, nil

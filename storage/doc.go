@@ -185,7 +185,8 @@
 //     aggregates, raw samples reading as 1 for count, the two rollup
 //     points rate() needs in a window); next to the representation it
 //     needs no copy of RollupLabel elsewhere.
-//   - storage imports no other package of the appliance, so the owner has
+//   - storage imports no other package of the appliance (only the leaf
+//     internal/stepwin, which query shares), so the owner has
 //     to be the lower one; query reaches the planner through its own
 //     small interface (query.TierPlanner) and the engine stays unaware of
 //     tiers beyond passing the lookback it is given.

@@ -46,7 +46,7 @@ func TestSelectAtSteps(t *testing.T) {
 		if sw == nil {
 			ss = q.Select(context.Background(), true, hints, ms...)
 		} else {
-			ss = q.(*tieredQuerier).SelectAtSteps(context.Background(), true, hints, sw.first, sw.step, sw.last, sw.window, ms...)
+			ss = q.(*tieredQuerier).SelectAtSteps(context.Background(), true, hints, sw.First, sw.Step, sw.Last, sw.Window, ms...)
 		}
 		out := map[string][]sample{}
 		var it chunkenc.Iterator
@@ -76,9 +76,9 @@ func TestSelectAtSteps(t *testing.T) {
 		{15 * minute, 4 * minute, 0, "sum_over_time"},
 		{10 * minute, 2 * minute, 0, "avg_over_time"},
 	} {
-		sw := &stepWindows{first: start.UnixMilli() + c.shift, step: c.step, window: c.window}
-		sw.last = sw.first + (end-sw.first)/c.step*c.step
-		hints := &promstorage.SelectHints{Start: sw.first - c.window + 1, End: sw.last, Step: c.step, Range: c.window, Func: c.fn}
+		sw := &stepWindows{First: start.UnixMilli() + c.shift, Step: c.step, Window: c.window}
+		sw.Last = sw.First + (end-sw.First)/c.step*c.step
+		hints := &promstorage.SelectHints{Start: sw.First - c.window + 1, End: sw.Last, Step: c.step, Range: c.window, Func: c.fn}
 		for _, m := range []string{"queue", "reqs_total"} {
 			full := read(hints, nil, name(m))
 			got := read(hints, sw, name(m))
@@ -87,7 +87,7 @@ func TestSelectAtSteps(t *testing.T) {
 			for key, ss := range full {
 				want := []sample{}
 				for _, s := range ss {
-					if sw.keep(s.t) {
+					if sw.Keep(s.t) {
 						want = append(want, s)
 					}
 				}
@@ -108,28 +108,28 @@ func TestSelectAtSteps(t *testing.T) {
 }
 
 func TestStepWindowsKeep(t *testing.T) {
-	w := &stepWindows{first: 100, step: 50, last: 200, window: 10}
+	w := &stepWindows{First: 100, Step: 50, Last: 200, Window: 10}
 	for ts, want := range map[int64]bool{
 		89: false, 90: false, 91: true, 100: true, 101: false, 140: false, 141: true, 150: true,
 		151: false, 191: true, 200: true, 201: false, 241: false, 250: false,
 	} {
-		require.Equal(t, want, w.keep(ts), "t=%d", ts)
+		require.Equal(t, want, w.Keep(ts), "t=%d", ts)
 	}
 	var none *stepWindows
-	require.True(t, none.keep(12345))
+	require.True(t, none.Keep(12345))
 
 	// filter (a cursor over ascending times) keeps what keep keeps.
-	for _, w := range []*stepWindows{w, {first: -7, step: 13, last: 300, window: 5}, {first: 0, step: 60, last: 600, window: 59}} {
+	for _, w := range []*stepWindows{w, {First: -7, Step: 13, Last: 300, Window: 5}, {First: 0, Step: 60, Last: 600, Window: 59}} {
 		var ts []int64
 		var vs []float64
 		var want []int64
 		for t := int64(-100); t <= 700; t += 3 {
 			ts, vs = append(ts, t), append(vs, float64(t))
-			if w.keep(t) {
+			if w.Keep(t) {
 				want = append(want, t)
 			}
 		}
-		got, gotV := w.filter(ts, vs)
+		got, gotV := filterSteps(w, ts, vs)
 		require.Equal(t, want, got)
 		require.Len(t, gotV, len(got))
 	}

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/aiserve/appliance/internal/stepwin"
 )
 
 // readAgg is what a query reads from a rollup tier.
@@ -66,32 +68,12 @@ func rollupsFor(a readAgg) []rollupAgg {
 	return []rollupAgg{aggCounter, aggSum, aggCount}
 }
 
-// stepWindows are the windows (t-window, t] a range query reads a
-// selector in, at t = first, first+step, ... up to last (milliseconds;
-// see query.StepSelecter). A nil *stepWindows keeps every sample.
-type stepWindows struct {
-	first, step, last, window int64
-}
+// stepWindows are the windows a range query reads a selector in (see
+// query.StepSelecter); nil keeps every sample.
+type stepWindows = stepwin.Windows
 
-// keep reports whether a sample at t is in one of the windows.
-func (w *stepWindows) keep(t int64) bool {
-	if w == nil {
-		return true
-	}
-	if t > w.last || t <= w.first-w.window {
-		return false
-	}
-	if t <= w.first {
-		return true
-	}
-	// The first step at or after t.
-	k := (t - w.first + w.step - 1) / w.step
-	at := w.first + k*w.step
-	return at <= w.last && at-t < w.window
-}
-
-// filter keeps the samples in the windows, in place; ts is sorted.
-func (w *stepWindows) filter(ts []int64, vs []float64) ([]int64, []float64) {
+// filterSteps keeps the samples in the windows w, in place; ts is sorted.
+func filterSteps(w *stepWindows, ts []int64, vs []float64) ([]int64, []float64) {
 	if w == nil {
 		return ts, vs
 	}
@@ -106,7 +88,7 @@ func (w *stepWindows) filter(ts []int64, vs []float64) ([]int64, []float64) {
 	return ts[:j], vs[:j]
 }
 
-// stepCursor is keep for ascending times: it divides only when t passes
+// stepCursor is Keep for ascending times: it divides only when t passes
 // the step it found last, not at every sample.
 type stepCursor struct {
 	at  int64 // the first step at or after the last t
@@ -114,13 +96,13 @@ type stepCursor struct {
 }
 
 func (c *stepCursor) keep(w *stepWindows, t int64) bool {
-	if t <= w.first {
-		return t > w.first-w.window
+	if t <= w.First {
+		return t > w.First-w.Window
 	}
 	if !c.set || t > c.at {
-		c.at, c.set = w.first+(t-w.first+w.step-1)/w.step*w.step, true
+		c.at, c.set = w.First+(t-w.First+w.Step-1)/w.Step*w.Step, true
 	}
-	return c.at <= w.last && c.at-t < w.window
+	return c.at <= w.Last && c.at-t < w.Window
 }
 
 // boundaryPointsAt is withBoundaryPoints keeping only the points in sw's
@@ -131,7 +113,7 @@ func boundaryPointsAt(s *series, res int64, sw *stepWindows) *series {
 		return withBoundaryPoints(s, res)
 	}
 	if len(s.ts) < 2 {
-		s.ts, s.vs = sw.filter(s.ts, s.vs)
+		s.ts, s.vs = filterSteps(sw, s.ts, s.vs)
 		return s
 	}
 	var ts []int64
@@ -170,7 +152,7 @@ func (db *DB) readRawAt(ctx context.Context, ms []*labels.Matcher, a readAgg, mi
 	// read and is found in VictoriaMetrics (head.go).
 	fromHead := db.head.read(ms, mint, maxt, false)
 	for _, s := range fromHead {
-		s.ts, s.vs = sw.filter(s.ts, s.vs)
+		s.ts, s.vs = filterSteps(sw, s.ts, s.vs)
 	}
 	set, err := db.readSeriesAt(ctx, TierRaw, tfs, mint, maxt, sw)
 	if err != nil {
@@ -272,7 +254,7 @@ func (db *DB) readRollupAt(ctx context.Context, tier Tier, a readAgg, ms []*labe
 		}
 		s.trimBefore(mint)
 		if gr.by[aggCounter] == nil {
-			s.ts, s.vs = sw.filter(s.ts, s.vs)
+			s.ts, s.vs = filterSteps(sw, s.ts, s.vs)
 		}
 		if len(s.ts) == 0 {
 			continue

@@ -53,7 +53,7 @@ func (q *tieredQuerier) SelectAtSteps(ctx context.Context, _ bool, hints *promst
 	if step <= 0 || window <= 0 {
 		return q.sel(ctx, hints, nil, ms)
 	}
-	return q.sel(ctx, hints, &stepWindows{first: first, step: step, last: last, window: window}, ms)
+	return q.sel(ctx, hints, &stepWindows{First: first, Step: step, Last: last, Window: window}, ms)
 }
 
 func (q *tieredQuerier) sel(ctx context.Context, hints *promstorage.SelectHints, sw *stepWindows, ms []*labels.Matcher) promstorage.SeriesSet {
