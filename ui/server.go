@@ -390,9 +390,6 @@ func (s *Server) routes() *echo.Echo {
 		if err := s.opts.Reload(); err != nil {
 			return c.String(http.StatusInternalServerError, fmt.Sprintf("failed to reload config: %s\n", err))
 		}
-		if s.opts.RangeCache != nil {
-			s.opts.RangeCache.Reset()
-		}
 		return c.String(http.StatusOK, "config reloaded\n")
 	}
 	e.POST("/-/reload", reload)

@@ -107,6 +107,7 @@ type appliance struct {
 	inputs       *inputs
 	scraper      *scrape.Scraper
 	web          *ui.Server
+	rangeCache   *rangecache.Cache // query_range results; emptied by every reload
 	// exemplars is the in-memory exemplar ring of scrapes and remote
 	// write; histograms stores native histograms as classic ones.
 	exemplars  *exemplars.Storage
@@ -309,31 +310,32 @@ func newAppliance(cfg *config.Config, f runFlags, logger *slog.Logger) (_ *appli
 	if err != nil {
 		return nil, err
 	}
+	// query_range from the points of earlier answers; off while remote
+	// read or hub mode brings samples the cache cannot see.
+	a.rangeCache = rangecache.New(rangecache.Options{
+		Store:         a.db,
+		Parser:        a.engine.Parser(),
+		LookbackDelta: a.engine.Options().LookbackDelta,
+		Passes:        a.downsampler.Passes,
+		Bypass:        func() bool { return a.remoteRead.Len() > 0 || a.remoteQuery.URL() != "" },
+		Registerer:    a.reg, // appliance_query_cache_*
+	})
 	a.web, err = ui.New(ui.Options{
-		ListenAddress: cfg.Web.ListenAddress,
-		Logger:        logger.With("component", "web"),
-		Storage:       a.db,
-		Engine:        a.engine,
-		Queryable:     a.remoteQuery.Queryable(a.db),
-		BoxLabels:     a.remoteQuery.BoxLabels,
-		Targets:       a.scraper.Manager(),
-		Rules:         a.rules,
-		Reports:       a.slo.reporter,
-		Annotations:   a.slo.annotations,
-		Cardinality:   a.cardinality,
-		ConfigYAML:    func() string { return a.cfg.Load().String() },
-		PromConfig:    func() promconfig.Config { return *a.cfg.Load().PrometheusConfig() },
-		Reload:        a.reload,
-		// query_range from the points of earlier answers; off while
-		// remote read or hub mode brings samples the cache cannot see.
-		RangeCache: rangecache.New(rangecache.Options{
-			Store:         a.db,
-			Parser:        a.engine.Parser(),
-			LookbackDelta: a.engine.Options().LookbackDelta,
-			Passes:        a.downsampler.Passes,
-			Bypass:        func() bool { return a.remoteRead.Len() > 0 || a.remoteQuery.URL() != "" },
-			Registerer:    a.reg, // appliance_query_cache_*
-		}),
+		ListenAddress:    cfg.Web.ListenAddress,
+		Logger:           logger.With("component", "web"),
+		Storage:          a.db,
+		Engine:           a.engine,
+		Queryable:        a.remoteQuery.Queryable(a.db),
+		BoxLabels:        a.remoteQuery.BoxLabels,
+		Targets:          a.scraper.Manager(),
+		Rules:            a.rules,
+		Reports:          a.slo.reporter,
+		Annotations:      a.slo.annotations,
+		Cardinality:      a.cardinality,
+		ConfigYAML:       func() string { return a.cfg.Load().String() },
+		PromConfig:       func() promconfig.Config { return *a.cfg.Load().PrometheusConfig() },
+		Reload:           a.reload,
+		RangeCache:       a.rangeCache,
 		LookbackDelta:    a.engine.Options().LookbackDelta,
 		StorageRetention: sopts.RetentionRaw.String(),
 		Flags:            f.flagMap(),
@@ -610,6 +612,7 @@ func (a *appliance) reload() error {
 	// Users and TLS files: from the next request (handshake) on.
 	a.web.ApplyWeb(webNext)
 	a.engine.SetNoStepSubqueryInterval(time.Duration(cfg.Global.EvaluationInterval))
+	a.rangeCache.Reset()
 	old := a.cfg.Swap(cfg)
 	if changed := restartOnly(old, cfg); len(changed) > 0 {
 		a.logger.Warn("these settings take effect after a restart", "keys", strings.Join(changed, ", "))

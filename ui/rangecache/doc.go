@@ -37,6 +37,6 @@
 //     samples (@, negative offsets) and subqueries are not cached, nor
 //     requests with parameters the cache does not know (stats, limit).
 //
-// Reset drops everything (the server calls it on /-/reload). Memory is
+// Reset drops everything (the appliance calls it on every reload). Memory is
 // bounded by Options.MaxBytes, least recently used entries going first.
 package rangecache
