@@ -99,9 +99,7 @@ func vmInit(budget, minFreeDisk int64, l *slog.Logger) error {
 		vmstorage.SetFreeDiskSpaceLimit(max(minFreeDisk/2, 0))
 		// One raw-row shard per partition instead of one per core: each
 		// holds 8 MiB for good (vmshards.go).
-		if e := vmBoundRawRowShards(); e != nil {
-			err = e
-		}
+		err = vmBoundRawRowShards()
 	})
 	return vmInitErr
 }
