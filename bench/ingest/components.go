@@ -28,20 +28,21 @@ import (
 type component string
 
 const (
-	compScrape     component = "scrape"
-	compAdapter    component = "adapter"
-	compHead       component = "head"
-	compAppend     component = "append"
-	compLookup     component = "lookup"
-	compMerge      component = "merge"
-	compDownsample component = "downsample"
-	compRecent     component = "recent"
-	compRules      component = "rules"
-	compGC         component = "gc"
-	compHTTP       component = "http"
-	compProbes     component = "probes"
-	compSched      component = "sched"
-	compOther      component = "other"
+	compScrape       component = "scrape"
+	compAdapter      component = "adapter"
+	compHead         component = "head"
+	compAppend       component = "append"
+	compLookup       component = "lookup"
+	compMerge        component = "merge"
+	compDownsample   component = "downsample"
+	compRecent       component = "recent"
+	compRules        component = "rules"
+	compGC           component = "gc"
+	compHTTP         component = "http"
+	compProbes       component = "probes"
+	compHousekeeping component = "housekeeping"
+	compSched        component = "sched"
+	compOther        component = "other"
 )
 
 // componentRow is how a component is shown; part names the row a
@@ -63,10 +64,11 @@ var componentRows = []componentRow{
 	{c: compMerge, title: "VM merges + compression"},
 	{c: compDownsample, title: "downsampler (reading raw back, rollups)"},
 	{c: compRecent, title: "rules' recent window, fed at commit"},
-	{c: compRules, title: "rules + PromQL"},
+	{c: compRules, title: "rules + PromQL, other readers (SLO reports, dashboards' detectors, cardinality)"},
 	{c: compGC, title: "GC (background marking, assists, sweeping)"},
 	{c: compHTTP, title: "HTTP serving (self-metrics, API, pprof)"},
 	{c: compProbes, title: "probes + local readings"},
+	{c: compHousekeeping, title: "VM cache housekeeping (working-set cache watchers)"},
 	{c: compSched, title: "Go scheduler, timers, netpoll"},
 	{c: compOther, title: "other"},
 }
@@ -116,6 +118,7 @@ var classRules = []classRule{
 		vmStorage + "(*partition).bigPartsMerger", vmStorage + "(*partition).inmemoryPartsFlusher",
 		vmStorage + "(*partition).pendingRowsFlusher", vmStorage + "(*partition).DebugFlush",
 		vmStorage + "mergeBlockStreams", vmStorage + "(*table).DebugFlush", vmStorage + "(*Storage).DebugFlush",
+		vmLib + "filestream.", vmLib + "fs.MustCloseParallel", vmLib + "fs.MustWrite",
 		promMod + "tsdb.(*LeveledCompactor)", promMod + "tsdb.(*DB).Compact",
 	}},
 	{compAppend, []string{
@@ -144,7 +147,10 @@ var classRules = []classRule{
 	}},
 	{compRules, []string{
 		promMod + "rules.", promMod + "promql.", ours + "rules.", ours + "query.", ours + "slo.",
-		"github.com/thanos-io/promql-engine/",
+		"github.com/thanos-io/promql-engine/", ours + "cardinality.", ours + "ui/dashboard.",
+		// VictoriaMetrics' searches in goroutines of their own, whose
+		// stacks lose the reader that started them.
+		vmStorage + "(*indexSearch)", vmStorage + "(*Search)", vmLib + "mergeset.(*TableSearch)",
 	}},
 	// Prometheus' head, WAL and chunks, below rules and PromQL, which
 	// read through the same package.
@@ -158,7 +164,7 @@ var classRules = []classRule{
 	{compScrape, []string{
 		promMod + "scrape.", promMod + "model/textparse.", "github.com/prometheus/common/expfmt.",
 		vmLib + "promscrape", vmLib + "protoparser", "github.com/VictoriaMetrics/VictoriaMetrics/app/vminsert",
-		ours + "scrape.", ours + "pipeline.",
+		ours + "scrape.", ours + "pipeline.", promMod + "discovery.",
 		"net/http.(*persistConn)", "net/http.(*Transport)",
 	}},
 	{compProbes, []string{ours + "probe.", ours + "scrape/local.", ours + "thermal."}},
@@ -166,6 +172,7 @@ var classRules = []classRule{
 		"net/http.(*conn).serve", "net/http/pprof.", "github.com/labstack/echo", ours + "ui.",
 		promMod + "web", vmLib + "httpserver", "github.com/VictoriaMetrics/VictoriaMetrics/app/vmselect",
 	}},
+	{compHousekeeping, []string{vmLib + "workingsetcache.", "github.com/VictoriaMetrics/fastcache.(*Cache).UpdateStats"}},
 	{compSched, []string{
 		"runtime.schedule", "runtime.findRunnable", "runtime.mcall", "runtime.park_m",
 		"runtime.sysmon", "runtime.goexit0", "runtime.netpoll", "runtime.mstart",
