@@ -158,6 +158,8 @@ var classRules = []classRule{
 	{compAdapter, []string{
 		ourStore + "(*appender)", ourStore + "(*seriesCache)", ourStore + "marshalRawName",
 		ourStore + "(*DB).addRows", ourStore + "(*DB).teeCommit",
+		// The appenders wrapped around ours on the way in.
+		ours + "internal/histconv.", ours + "internal/exemplars.",
 	}},
 	// The scrape loops and parsers, and the HTTP client transport that
 	// carries the scrapes (the only client traffic of a benchmark run).
