@@ -131,14 +131,15 @@ func measureInto(ctx context.Context, res *result, bin string, fleetOpts demo.Fl
 	if err != nil {
 		return err
 	}
+	res.window = time.Since(t0)
+	res.cpuWindow = stats1.CPU - stats0.CPU
+	res.samplesWindow = samples1 - samples0
+	// The profile's last request ends a moment after the window.
 	if res.profileErr = <-profiled; res.profileErr != nil {
 		res.cpu = nil
 		log.Printf("%s: CPU profile: %v", sys.Name, res.profileErr)
 	}
 	profiled = nil
-	res.window = time.Since(t0)
-	res.cpuWindow = stats1.CPU - stats0.CPU
-	res.samplesWindow = samples1 - samples0
 	log.Printf("%s: %.0f samples (%.0f/s), %.1f CPU s in the window", sys.Name,
 		res.samplesWindow, res.samplesWindow/res.window.Seconds(), res.cpuWindow.Seconds())
 	// The simulated servers add series as requests come in (label values
