@@ -184,9 +184,9 @@ var classRules = []classRule{
 
 // breakdown is a profile split into components.
 type breakdown struct {
-	total   int64 // CPU nanoseconds in the profile
-	byComp  map[component]int64
-	otherTo []funcCost // the heaviest leaf functions of "other", for checking the rules
+	total       int64 // CPU nanoseconds in the profile
+	byComp      map[component]int64
+	otherLeaves []funcCost // the heaviest leaf functions of "other", for checking the rules
 }
 
 type funcCost struct {
@@ -209,9 +209,9 @@ func classify(p *profile.Profile) breakdown {
 		}
 	}
 	for name, ns := range otherLeaf {
-		b.otherTo = append(b.otherTo, funcCost{name, ns})
+		b.otherLeaves = append(b.otherLeaves, funcCost{name, ns})
 	}
-	slices.SortFunc(b.otherTo, func(x, y funcCost) int {
+	slices.SortFunc(b.otherLeaves, func(x, y funcCost) int {
 		return cmp.Or(cmp.Compare(y.ns, x.ns), strings.Compare(x.name, y.name))
 	})
 	return b

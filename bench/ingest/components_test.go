@@ -127,7 +127,7 @@ func TestClassifyAttributesByPriority(t *testing.T) {
 		compRules:      2048 * ms,
 		compOther:      16384 * ms,
 	}, b.byComp)
-	require.Equal(t, []funcCost{{"internal/runtime/syscall.Syscall6", 16384 * ms}}, b.otherTo)
+	require.Equal(t, []funcCost{{"internal/runtime/syscall.Syscall6", 16384 * ms}}, b.otherLeaves)
 	// The lookup is part of storage append.
 	require.InDelta(t, float64(2+32+4096+1)/32767, b.share(compAppend), 1e-12)
 	require.InDelta(t, float64(1)/32767, b.share(compLookup), 1e-12)

@@ -272,11 +272,11 @@ func (rep *report) breakdownMarkdown() string {
 			}
 			continue
 		}
-		if len(r.cpu.otherTo) == 0 {
+		if len(r.cpu.otherLeaves) == 0 {
 			continue
 		}
 		fmt.Fprintf(&b, "\n%s, heaviest leaf functions in \"other\":", r.sys.Title)
-		for i, f := range r.cpu.otherTo[:min(5, len(r.cpu.otherTo))] {
+		for i, f := range r.cpu.otherLeaves[:min(5, len(r.cpu.otherLeaves))] {
 			sep := ","
 			if i == 0 {
 				sep = ""
