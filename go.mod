@@ -7,6 +7,7 @@ require (
 	github.com/chromedp/cdproto v0.159.0
 	github.com/chromedp/chromedp v0.23.0
 	github.com/golang/snappy v1.0.0
+	github.com/google/pprof v0.0.0-20261016150608-1facf8f91b50
 	github.com/labstack/echo/v4 v4.16.0
 	github.com/oklog/run v1.2.0
 	github.com/prometheus/alertmanager v0.34.1
@@ -21,6 +22,7 @@ require (
 	go.yaml.in/yaml/v2 v2.4.5
 	go.yaml.in/yaml/v3 v3.0.5
 	golang.org/x/crypto v0.59.0
+	google.golang.org/protobuf v1.36.12
 )
 
 require (
@@ -163,7 +165,6 @@ require (
 	google.golang.org/api v0.305.0 // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20261012220534-4341edf3f941 // indirect
 	google.golang.org/grpc v1.84.0 // indirect
-	google.golang.org/protobuf v1.36.12 // indirect
 	gopkg.in/yaml.v2 v2.4.0 // indirect
 	k8s.io/apimachinery v0.37.1 // indirect
 	k8s.io/client-go v0.37.1 // indirect

@@ -501,6 +501,11 @@ func (b *rollupBatch) target(lset labels.Labels) (target, error) {
 
 // targetAgg is target for base plus RollupLabel=agg.
 func (b *rollupBatch) targetAgg(base labels.Labels, agg string) (target, error) {
+	if b.held == nil {
+		// Nothing held to look up by the label set: the name alone.
+		name, err := marshalRawNameWith(nil, base, RollupLabel, agg)
+		return target{name: name}, err
+	}
 	lb := labels.NewBuilder(base)
 	lb.Set(RollupLabel, agg)
 	return b.target(lb.Labels())

@@ -217,3 +217,55 @@ func marshalRawName(dst []byte, ls labels.Labels) ([]byte, error) {
 	}
 	return dst, nil
 }
+
+// marshalRawNameWith is marshalRawName of ls with the label name=value
+// set, as labels.Builder's Set would (value not empty): the same bytes
+// without building the label set (the rollups name four tier series per
+// raw series this way).
+func marshalRawNameWith(dst []byte, ls labels.Labels, name, value string) ([]byte, error) {
+	if dst == nil { // one allocation of the size needed (at most)
+		n := 4 + len(name) + len(value)
+		ls.Range(func(l labels.Label) { n += 4 + len(l.Name) + len(l.Value) })
+		dst = make([]byte, 0, n)
+	}
+	start := len(dst)
+	var err error
+	pending := true
+	ls.Range(func(l labels.Label) {
+		if err != nil {
+			return
+		}
+		if pending && l.Name >= name {
+			dst, err = appendRawLabel(dst, name, value)
+			pending = false
+			if l.Name == name {
+				return // replaced
+			}
+		}
+		if l.Value != "" && err == nil {
+			dst, err = appendRawLabel(dst, l.Name, l.Value)
+		}
+	})
+	if pending && err == nil {
+		dst, err = appendRawLabel(dst, name, value)
+	}
+	if err != nil {
+		return dst[:start], err
+	}
+	return dst, nil
+}
+
+// appendRawLabel appends one label of a raw name.
+func appendRawLabel(dst []byte, name, value string) ([]byte, error) {
+	orig := name
+	if name == labels.MetricName {
+		name = ""
+	}
+	if len(name) > math.MaxUint16 || len(value) > math.MaxUint16 {
+		return dst, fmt.Errorf("%w: label %.64s", errLabelTooLong, orig)
+	}
+	dst = append(dst, byte(len(name)>>8), byte(len(name)))
+	dst = append(dst, name...)
+	dst = append(dst, byte(len(value)>>8), byte(len(value)))
+	return append(dst, value...), nil
+}

@@ -43,6 +43,11 @@ type result struct {
 	disk          harness.DiskUsage
 	stopErr       error // not nil: SIGTERM did not end it cleanly
 
+	// cpu is the breakdown of the CPU profile taken over the window;
+	// profileErr says why there is none.
+	cpu        *breakdown
+	profileErr error
+
 	queryStep    time.Duration
 	querySpan    time.Duration
 	queries      []time.Duration
@@ -102,7 +107,23 @@ func measureInto(ctx context.Context, res *result, bin string, fleetOpts demo.Fl
 		return err
 	}
 	t0 := time.Now()
-	log.Printf("%s: measuring for %s", sys.Name, o.duration)
+	log.Printf("%s: measuring for %s, CPU profile on", sys.Name, o.duration)
+	profCtx, stopProfile := context.WithCancel(ctx)
+	profiled := make(chan error, 1)
+	go func() {
+		p, err := cpuProfile(profCtx, client, srv.URL, o.duration, filepath.Join(runDir, sys.Name+".cpu.pprof"))
+		if err == nil {
+			b := classify(p)
+			res.cpu = &b
+		}
+		profiled <- err
+	}()
+	defer func() { // on an early return; a no-op after the receive below
+		stopProfile()
+		if profiled != nil {
+			<-profiled
+		}
+	}()
 	if err := srv.Sleep(ctx, o.duration); err != nil {
 		return err
 	}
@@ -113,6 +134,12 @@ func measureInto(ctx context.Context, res *result, bin string, fleetOpts demo.Fl
 	res.window = time.Since(t0)
 	res.cpuWindow = stats1.CPU - stats0.CPU
 	res.samplesWindow = samples1 - samples0
+	// The profile's last request ends a moment after the window.
+	if res.profileErr = <-profiled; res.profileErr != nil {
+		res.cpu = nil
+		log.Printf("%s: CPU profile: %v", sys.Name, res.profileErr)
+	}
+	profiled = nil
 	log.Printf("%s: %.0f samples (%.0f/s), %.1f CPU s in the window", sys.Name,
 		res.samplesWindow, res.samplesWindow/res.window.Seconds(), res.cpuWindow.Seconds())
 	// The simulated servers add series as requests come in (label values

@@ -144,6 +144,8 @@ func (rep *report) markdown() string {
 	b.WriteString(t.Markdown())
 	b.WriteString("\nLower is better for the first four rows; the ratio divides the appliance's figure by the better of the two anchors.\n")
 
+	b.WriteString(rep.breakdownMarkdown())
+
 	var failed []string
 	for _, r := range rep.results {
 		if r.err != nil {
@@ -214,4 +216,74 @@ func fmtDuration(d time.Duration) string {
 	default:
 		return fmt.Sprintf("%.0f µs", float64(d)/float64(time.Microsecond))
 	}
+}
+
+// perSample is r's CPU per sample ingested in the window (µs, which is also
+// CPU s per million samples) spent in component c: c's share of the
+// window's CPU profile times the CPU the process used in the window.
+func perSample(r *result, c component) (float64, bool) {
+	if r.cpu == nil || r.samplesWindow <= 0 || r.cpu.total == 0 {
+		return 0, false
+	}
+	v := r.cpu.share(c) * r.cpuWindow.Seconds() / r.samplesWindow * 1e6
+	return v, v >= 0.005 // "–" where the system has (next to) none
+}
+
+// breakdownMarkdown is the per-component table (issue 17's profile
+// table) and, per system, what "other" holds.
+func (rep *report) breakdownMarkdown() string {
+	var b strings.Builder
+	b.WriteString("\n## CPU per sample by component\n\n")
+	us := func(v float64) string { return fmt.Sprintf("%.2f", v) }
+	figs := []harness.Figure[*result]{
+		{Name: "CPU-s per million samples", Value: figures[0].Value, Unit: us},
+		{Name: "peak RSS", Value: figures[1].Value, Unit: harness.Bytes},
+	}
+	for _, row := range componentRows {
+		figs = append(figs, harness.Figure[*result]{
+			Name:  row.title,
+			Value: func(r *result) (float64, bool) { return perSample(r, row.c) },
+			Unit:  us,
+		})
+	}
+	cmp := harness.Comparison[*result]{
+		Title:   title,
+		Corner:  "µs of CPU per sample",
+		Missing: "–",
+		Figures: figs,
+		Details: []harness.Detail[*result]{{Name: "profile CPU ÷ process CPU (window)", Cell: func(r *result) string {
+			if r.cpu == nil || r.cpuWindow <= 0 {
+				return "–"
+			}
+			return fmt.Sprintf("%.0f%%", float64(r.cpu.total)/float64(r.cpuWindow)*100)
+		}}},
+	}
+	t := cmp.Table(rep.results)
+	b.WriteString(t.Markdown())
+	b.WriteString("\nEach row is the component's share of the CPU profile taken over the steady-state window " +
+		"times the process's CPU per sample in that window, so the component rows add up to the first row " +
+		"(the \"… of which\" row is part of the row above it). A stack counts for the first rule in " +
+		"bench/ingest/components.go that one of its frames matches; the profile is written to " +
+		"`<system>.cpu.pprof` in the run dir.\n")
+	for _, r := range rep.results {
+		if r.cpu == nil {
+			if r.profileErr != nil {
+				fmt.Fprintf(&b, "\n%s: no profile: %v\n", r.sys.Title, r.profileErr)
+			}
+			continue
+		}
+		if len(r.cpu.otherLeaves) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "\n%s, heaviest leaf functions in \"other\":", r.sys.Title)
+		for i, f := range r.cpu.otherLeaves[:min(5, len(r.cpu.otherLeaves))] {
+			sep := ","
+			if i == 0 {
+				sep = ""
+			}
+			fmt.Fprintf(&b, "%s `%s` %.1f%%", sep, f.name, float64(f.ns)/float64(r.cpu.total)*100)
+		}
+		b.WriteString(" of the profile.\n")
+	}
+	return b.String()
 }
