@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"strconv"
 	"testing"
 	"time"
 
@@ -135,9 +136,11 @@ func TestHeadGenerations(t *testing.T) {
 		require.Equal(t, map[string][]int64{"1": {2, 3, 4}}, times())
 	}, true)
 	require.Equal(t, map[string][]int64{"1": {4}}, times())
-	require.Len(t, h.shards[2%headShards].series, 0, "series 2 got nothing for two generations")
-	require.Len(t, h.shards[2%headShards].byName["g"], 0)
-	require.Len(t, h.shards[1%headShards].byName["g"], 1)
+	// Series 2 got nothing for two generations: its samples are gone, its
+	// entry stays (flushes come in bursts) until it has been idle for
+	// headSeriesIdle (below).
+	require.Len(t, h.shards[2%headShards].series, 1, "series 2 is idle for less than headSeriesIdle")
+	require.Len(t, h.shards[2%headShards].byName["g"], 1)
 
 	// A ref the head holds for another name (a hash collision the series
 	// cache no longer sees): left to VictoriaMetrics.
@@ -158,6 +161,24 @@ func TestHeadGenerations(t *testing.T) {
 	h.flush(func() {}, false)
 	require.False(t, h.due())
 	require.Empty(t, times())
+
+	// Idle series: series 1 had its last sample at the start, series 2
+	// before it; both entries are dropped once idle for headSeriesIdle.
+	add(1, raw, 7)
+	wall = wall.Add(headSeriesIdle - time.Millisecond)
+	h.flush(func() {}, true)
+	h.flush(func() {}, true)
+	require.Len(t, h.shards[1%headShards].series, 1, "series 1 is idle for less than headSeriesIdle")
+	require.Len(t, h.shards[2%headShards].series, 0, "series 2 got nothing for headSeriesIdle")
+	require.Len(t, h.shards[2%headShards].byName["g"], 0)
+	require.Len(t, h.shards[1%headShards].byName["g"], 1)
+	wall = wall.Add(time.Millisecond)
+	h.flush(func() {}, true)
+	require.Len(t, h.shards[1%headShards].series, 0, "series 1 got nothing for headSeriesIdle")
+	require.Empty(t, h.shards[1%headShards].byName)
+	// A series comes back with its next sample.
+	add(2, other, 8)
+	require.Equal(t, map[string][]int64{"2": {8}}, times())
 }
 
 // TestCommitFlushesAnIdleHead: with nothing calling Flush, a Commit flushes
@@ -248,4 +269,33 @@ func TestHeadBatchWrites(t *testing.T) {
 	_, got = selectAll(t, db, now-60_000, now, nil, name)
 	requireSamples(t, []sample{{now - 5000, 30}}, got[`{__name__="b", s="3"}`])
 	require.Len(t, got, 3)
+}
+
+// BenchmarkHeadFlushBurst: every series gets a sample, then the head is
+// flushed three times in a row, as the downsampler's flushes before its
+// reads of raw come (issue 17's profile: the head was rebuilt at each
+// burst). Per op: one scrape of 10,000 series and the burst.
+func BenchmarkHeadFlushBurst(b *testing.B) {
+	const n = 10_000
+	h := newHead(nil)
+	rows := make([]vmstorage.MetricRow, n)
+	refs := make([]uint64, n)
+	for i := range rows {
+		raw, err := marshalRawName(nil, labels.FromStrings("__name__", "vllm:num_requests_running", "instance", strconv.Itoa(i)))
+		require.NoError(b, err)
+		rows[i] = vmstorage.MetricRow{MetricNameRaw: raw, Value: 1}
+		refs[i] = uint64(i) * 0x9e3779b97f4a7c15
+	}
+	ts := int64(0)
+	b.ReportAllocs()
+	for b.Loop() {
+		ts += 5000
+		for i := range rows {
+			rows[i].Timestamp = ts
+		}
+		h.add(rows, refs, nil)
+		for range 3 {
+			h.flush(func() {}, true)
+		}
+	}
 }
