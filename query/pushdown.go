@@ -1,0 +1,604 @@
+package query
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/model/value"
+	"github.com/prometheus/prometheus/promql"
+	"github.com/prometheus/prometheus/promql/parser"
+	"github.com/prometheus/prometheus/promql/parser/posrange"
+	"github.com/prometheus/prometheus/schema"
+	"github.com/prometheus/prometheus/storage"
+	"github.com/prometheus/prometheus/tsdb/chunkenc"
+	"github.com/prometheus/prometheus/util/annotations"
+	"github.com/prometheus/prometheus/util/kahansum"
+	"github.com/prometheus/prometheus/util/stats"
+)
+
+// Aggregation pushdown. Prometheus' engine evaluates
+// `sum by (le) (rate(x[5m]))` step by step: at every step it copies each
+// series' window of samples into a buffer, calls rate, and hashes the
+// result into its group. The pushdown evaluates the shapes
+//
+//	agg by|without (...) (fn(sel[w]))   agg: sum, min, max, count, avg
+//	fn(sel[w])                          (not with delayed name removal)
+//
+// in one pass per series over its samples: a window of two indices slides
+// along the steps, Prometheus' own function (promql.FunctionCalls[fn]) is
+// called on each window as the engine calls it, and each result is folded
+// into its group as the engine's aggregation folds it (the same Kahan
+// summation, the same incremental mean, the same NaN rules for min and
+// max, series in the order the storage returns them, so that every float
+// operation happens in the same order). The results are handed back to
+// Prometheus' engine as precomputed series, one point per step (a stale
+// marker where a step has no value), read by a vector selector that
+// replaces the subexpression in the query text, padded to its length so
+// that the positions of every annotation stay where they were. The
+// enclosing expression (histogram_quantile, a binary operation) is still
+// Prometheus' engine's.
+//
+// Anything else runs as before: selectors with an offset, `@`, anchored or
+// smoothed, duration expressions, subqueries (and everything inside
+// one), aggregations with a parameter, and functions with more than the
+// range argument. A query whose data holds a native histogram sample, or
+// whose storage read fails, or whose function gives two series the same
+// labels once their names are dropped (which the engine merges, or
+// fails on), runs entirely on Prometheus' engine (the
+// fallback), so its answer, warnings and errors are the engine's own.
+
+// pushdownLabel is the label of the vector selector that stands for a
+// pushed-down subexpression; its value is the index of the subexpression.
+const pushdownLabel = "__pd"
+
+// pushdownFuncs are the range functions the pushdown evaluates: those of
+// one range argument whose result drops the metric name.
+var pushdownFuncs = map[string]bool{
+	"rate": true, "increase": true, "delta": true, "irate": true, "idelta": true,
+	"resets": true, "changes": true, "deriv": true,
+	"max_over_time": true, "min_over_time": true, "sum_over_time": true,
+	"count_over_time": true, "avg_over_time": true, "stddev_over_time": true,
+	"stdvar_over_time": true, "present_over_time": true,
+}
+
+// startTimestampFuncs are the functions the engine gives start timestamps
+// to when they are enabled.
+var startTimestampFuncs = map[string]bool{"rate": true, "irate": true, "increase": true, "resets": true}
+
+// pushedExpr is one subexpression the pushdown evaluates.
+type pushedExpr struct {
+	agg  *parser.AggregateExpr // nil: the bare function
+	call *parser.Call
+	ms   *parser.MatrixSelector
+	vs   *parser.VectorSelector
+	fn   promql.FunctionCall
+
+	// result is what the vector selector standing for it reads.
+	result []storage.Series
+}
+
+// pushdownPlan finds the subexpressions of expr (parsed from qs) the
+// pushdown evaluates and returns qs with each replaced by its selector.
+// ok is false when there is none.
+func pushdownPlan(qs string, expr parser.Expr, delayedNameRemoval bool) (string, []*pushedExpr, bool) {
+	var found []*pushedExpr
+	var ranges []posrange.PositionRange
+	var walk func(n parser.Node)
+	walk = func(n parser.Node) {
+		switch n := n.(type) {
+		case *parser.SubqueryExpr:
+			return // its steps are its own
+		case *parser.AggregateExpr:
+			if p := matchAggregate(n); p != nil {
+				found, ranges = append(found, p), append(ranges, n.PositionRange())
+				return
+			}
+		case *parser.Call:
+			if p := matchCall(n); p != nil && !delayedNameRemoval {
+				found, ranges = append(found, p), append(ranges, n.PositionRange())
+				return
+			}
+		}
+		for _, c := range parser.Children(n) {
+			walk(c)
+		}
+	}
+	walk(expr)
+	var b strings.Builder
+	var kept []*pushedExpr
+	at := 0
+	for i, p := range found {
+		r := ranges[i]
+		start, end := int(r.Start), int(r.End)
+		sel := `{` + pushdownLabel + `="` + strconv.Itoa(len(kept)) + `"`
+		if start < at || end > len(qs) || end-start < len(sel)+1 || !sameExpr(qs[start:end], p) {
+			continue
+		}
+		b.WriteString(qs[at:start])
+		b.WriteString(sel)
+		b.WriteString(strings.Repeat(" ", end-start-len(sel)-1))
+		b.WriteString("}")
+		at = end
+		kept = append(kept, p)
+	}
+	if len(kept) == 0 {
+		return qs, nil, false
+	}
+	b.WriteString(qs[at:])
+	return b.String(), kept, true
+}
+
+// sameExpr reports whether text parses to p's expression: the positions
+// the parser gave are those of the text.
+func sameExpr(text string, p *pushedExpr) bool {
+	var n parser.Expr = p.call
+	if p.agg != nil {
+		n = p.agg
+	}
+	e, err := parser.NewParser(parser.Options{}).ParseExpr(text)
+	return err == nil && e.String() == n.String()
+}
+
+func matchAggregate(a *parser.AggregateExpr) *pushedExpr {
+	switch a.Op {
+	case parser.SUM, parser.MIN, parser.MAX, parser.COUNT, parser.AVG:
+	default:
+		return nil
+	}
+	if a.Param != nil {
+		return nil
+	}
+	if !a.Without {
+		for _, g := range a.Grouping {
+			if schema.IsMetadataLabel(g) {
+				return nil // the name of a function's result
+			}
+		}
+	}
+	inner := a.Expr
+	for {
+		p, ok := inner.(*parser.ParenExpr)
+		if !ok {
+			break
+		}
+		inner = p.Expr
+	}
+	c, ok := inner.(*parser.Call)
+	if !ok {
+		return nil
+	}
+	p := matchCall(c)
+	if p == nil {
+		return nil
+	}
+	p.agg = a
+	return p
+}
+
+func matchCall(c *parser.Call) *pushedExpr {
+	if c.Func == nil || !pushdownFuncs[c.Func.Name] || len(c.Args) != 1 {
+		return nil
+	}
+	ms, ok := c.Args[0].(*parser.MatrixSelector)
+	if !ok || ms.RangeExpr != nil || ms.Range <= 0 {
+		return nil
+	}
+	vs, ok := ms.VectorSelector.(*parser.VectorSelector)
+	if !ok || vs.OriginalOffset != 0 || vs.OriginalOffsetExpr != nil || vs.Offset != 0 ||
+		vs.Timestamp != nil || vs.StartOrEnd != 0 || vs.Anchored || vs.Smoothed {
+		return nil
+	}
+	fn, ok := promql.FunctionCalls[c.Func.Name]
+	if !ok {
+		return nil
+	}
+	return &pushedExpr{call: c, ms: ms, vs: vs, fn: fn}
+}
+
+// pushdownQuery is a range query whose pushed subexpressions are
+// evaluated before Prometheus' engine runs the rest (pushed), or, when
+// the data needs it, the original query on the engine (orig).
+type pushdownQuery struct {
+	e          *Engine
+	slots      *slots // nil: a part of a split query, which holds the slot
+	qs         string
+	inner      storage.Queryable
+	exprs      []*pushedExpr
+	start, end int64
+	step       int64
+	lookback   time.Duration
+	useST      bool
+	delayed    bool
+
+	orig, pushed promql.Query
+	ran          promql.Query
+}
+
+// newPushdownQuery returns a pushdown query for qs over q, or nil when
+// nothing in qs is pushed down.
+func (e *Engine) newPushdownQuery(ctx context.Context, s *slots, q storage.Queryable, opts promql.QueryOpts, qs string, start, end time.Time, step time.Duration) (promql.Query, error) {
+	if e.opts.NoPushdown || step <= 0 {
+		return nil, nil
+	}
+	expr, err := e.parser.ParseExpr(qs)
+	if err != nil {
+		return nil, nil
+	}
+	rewritten, exprs, ok := pushdownPlan(qs, expr, e.features.delayedNameRemoval)
+	if !ok {
+		return nil, nil
+	}
+	useST := e.features.startTimestamps
+	if opts != nil && opts.UseStartTimestamps() != nil {
+		useST = *opts.UseStartTimestamps()
+	}
+	pq := &pushdownQuery{
+		e: e, slots: s, qs: qs, inner: q, exprs: exprs,
+		start: start.UnixMilli(), end: end.UnixMilli(), step: step.Milliseconds(),
+		lookback: e.lookback(opts), useST: useST, delayed: e.features.delayedNameRemoval,
+	}
+	if pq.orig, err = e.parts.NewRangeQuery(ctx, q, opts, qs, start, end, step); err != nil {
+		return nil, err
+	}
+	if pq.pushed, err = e.parts.NewRangeQuery(ctx, pushdownQueryable{q: q, pq: pq}, opts, rewritten, start, end, step); err != nil {
+		pq.orig.Close()
+		return nil, nil // the engine refused the rewritten text: run as before
+	}
+	return pq, nil
+}
+
+func (pq *pushdownQuery) Exec(ctx context.Context) *promql.Result {
+	if pq.slots != nil {
+		ctx2, cancel := context.WithTimeout(ctx, pq.e.opts.Timeout)
+		defer cancel()
+		if _, err := pq.slots.Insert(ctx2, pq.qs); err != nil {
+			return &promql.Result{Err: err}
+		}
+		defer pq.slots.Delete(0)
+	}
+	annos, ok := pq.evaluate(ctx)
+	if !ok {
+		pq.e.fellBack.Add(1)
+		pq.ran = pq.orig
+		return pq.orig.Exec(ctx)
+	}
+	pq.e.pushed.Add(1)
+	pq.ran = pq.pushed
+	res := pq.pushed.Exec(ctx)
+	res.Warnings = annos.Merge(res.Warnings)
+	return res
+}
+
+// evaluate computes every pushed subexpression; ok is false when the
+// query must run on the engine instead.
+func (pq *pushdownQuery) evaluate(ctx context.Context) (annotations.Annotations, bool) {
+	mint, maxt := pq.end, pq.end
+	for _, p := range pq.exprs {
+		mint = min(mint, pq.start-p.ms.Range.Milliseconds()+1)
+	}
+	q, err := pq.inner.Querier(mint, maxt)
+	if err != nil {
+		return nil, false
+	}
+	defer q.Close()
+	var annos annotations.Annotations
+	for _, p := range pq.exprs {
+		a, ok := pq.evaluateOne(ctx, q, p)
+		if !ok {
+			return nil, false
+		}
+		annos.Merge(a)
+	}
+	return annos, true
+}
+
+// floatSeries is one input series' samples, stale markers dropped.
+type floatSeries struct {
+	lset labels.Labels
+	pts  []promql.FPoint
+	sts  []int64
+}
+
+// aggState is one group's aggregation at one step (the engine's
+// groupedAggregation, floats only).
+type aggState struct {
+	value, mean, kahanC, count float64
+	seen, incrementalMean      bool
+}
+
+func (pq *pushdownQuery) evaluateOne(ctx context.Context, q storage.Querier, p *pushedExpr) (annotations.Annotations, bool) {
+	rng := p.ms.Range.Milliseconds()
+	hints := &storage.SelectHints{
+		Start: pq.start - rng + 1,
+		End:   pq.end,
+		Step:  pq.step,
+		Range: rng,
+		Func:  p.call.Func.Name,
+	}
+	set := q.Select(ctx, false, hints, p.vs.LabelMatchers...)
+	var annos annotations.Annotations
+	numSteps := int((pq.end-pq.start)/pq.step) + 1
+	withST := pq.useST && startTimestampFuncs[p.call.Func.Name]
+
+	// The engine's grouping (rangeEvalAgg).
+	var grouping []string
+	if p.agg != nil {
+		grouping = slices.Clone(p.agg.Grouping)
+		slices.Sort(grouping)
+	}
+	groupIndex := make(map[uint64]int)
+	var groupLabels []labels.Labels
+	var states []aggState // group*numSteps+step
+	var out []storage.Series
+	seenLabels := make(map[string]bool)
+
+	values := make([]float64, numSteps)
+	has := make([]bool, numSteps)
+	inMatrix := make(promql.Matrix, 1)
+	enh := &promql.EvalNodeHelper{Out: make(promql.Vector, 0, 1), LookbackDelta: pq.lookback}
+	var vectorVals []promql.Vector
+	var fs floatSeries
+	var it chunkenc.Iterator
+	var buf []byte
+	isRate := p.call.Func.Name == "rate" || p.call.Func.Name == "increase"
+
+	for set.Next() {
+		s := set.At()
+		fs.lset = s.Labels()
+		fs.pts, fs.sts = fs.pts[:0], fs.sts[:0]
+		it = s.Iterator(it)
+		for vt := it.Next(); vt != chunkenc.ValNone; vt = it.Next() {
+			if vt != chunkenc.ValFloat {
+				return nil, false // native histograms: the engine's
+			}
+			t, f := it.At()
+			if value.IsStaleNaN(f) || t < hints.Start || t > hints.End {
+				continue
+			}
+			fs.pts = append(fs.pts, promql.FPoint{T: t, F: f})
+			if withST {
+				fs.sts = append(fs.sts, it.AtST())
+			}
+		}
+		if it.Err() != nil {
+			return nil, false
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, false
+		}
+		inMatrix[0].Metric = fs.lset
+		points := 0
+		lo, hi := 0, 0
+		for k := range numSteps {
+			has[k] = false
+			ts := pq.start + int64(k)*pq.step
+			for hi < len(fs.pts) && fs.pts[hi].T <= ts {
+				hi++
+			}
+			for lo < hi && fs.pts[lo].T <= ts-rng {
+				lo++
+			}
+			if lo == hi {
+				continue
+			}
+			inMatrix[0].Floats = fs.pts[lo:hi]
+			enh.Ts = ts
+			enh.StartTimestamps = nil
+			if withST {
+				enh.StartTimestamps = &promql.StartTimestamps{Floats: fs.sts[lo:hi]}
+			}
+			outVec, a := p.fn(vectorVals, inMatrix, p.call.Args, enh)
+			annos.Merge(a)
+			enh.Out = outVec[:0]
+			if len(outVec) > 0 {
+				if outVec[0].H != nil {
+					return nil, false
+				}
+				values[k], has[k] = outVec[0].F, true
+				points++
+			}
+		}
+		if points == 0 {
+			continue
+		}
+		if isRate {
+			if name := fs.lset.Get(labels.MetricName); name != "" &&
+				!strings.HasSuffix(name, "_total") && !strings.HasSuffix(name, "_sum") &&
+				!strings.HasSuffix(name, "_count") && !strings.HasSuffix(name, "_bucket") {
+				annos.Add(annotations.NewPossibleNonCounterInfo(name, p.call.Args[0].PositionRange()))
+			}
+		}
+		// The function's result labels, as the engine gives them.
+		metric := fs.lset
+		if !pq.delayed {
+			metric = metric.DropReserved(schema.IsMetadataLabel)
+		}
+		if !pq.delayed {
+			// The engine merges the results of series whose labels
+			// are the same without their names, or fails when they
+			// overlap: its answer, not the pushdown's.
+			buf = metric.Bytes(buf)
+			if seenLabels[string(buf)] {
+				return nil, false
+			}
+			seenLabels[string(buf)] = true
+		}
+		if p.agg == nil {
+			out = append(out, precomputed(metric, values, has, pq.start, pq.step))
+			continue
+		}
+		var key uint64
+		switch {
+		case p.agg.Without:
+			key, buf = metric.HashWithoutLabels(buf, grouping...)
+		case len(grouping) > 0:
+			key, buf = metric.HashForLabels(buf, grouping...)
+		}
+		g, ok := groupIndex[key]
+		if !ok {
+			g = len(groupLabels)
+			groupIndex[key] = g
+			groupLabels = append(groupLabels, groupingLabels(metric, p.agg.Without, grouping))
+			states = append(states, make([]aggState, numSteps)...)
+		}
+		fold(p.agg.Op, states[g*numSteps:(g+1)*numSteps], values, has)
+	}
+	if set.Err() != nil {
+		return nil, false
+	}
+	annos.Merge(set.Warnings())
+	if p.agg != nil {
+		for g, lset := range groupLabels {
+			st := states[g*numSteps : (g+1)*numSteps]
+			for k := range st {
+				values[k], has[k] = final(p.agg.Op, &st[k]), st[k].seen
+			}
+			out = append(out, precomputed(lset, values, has, pq.start, pq.step))
+		}
+	}
+	p.result = out
+	return annos, true
+}
+
+// groupingLabels are an aggregation's output labels (the engine's
+// generateGroupingLabels).
+func groupingLabels(metric labels.Labels, without bool, grouping []string) labels.Labels {
+	switch {
+	case without:
+		b := labels.NewBuilder(metric)
+		b.Del(grouping...)
+		schema.Metadata{}.SetToLabels(b)
+		return b.Labels()
+	case len(grouping) > 0:
+		return labels.NewBuilder(metric).Keep(grouping...).Labels()
+	default:
+		return labels.EmptyLabels()
+	}
+}
+
+// fold adds one series' values to its group's states, step by step, as
+// the engine's aggregation does.
+func fold(op parser.ItemType, st []aggState, values []float64, has []bool) {
+	for k, ok := range has {
+		if !ok {
+			continue
+		}
+		f, g := values[k], &st[k]
+		if !g.seen {
+			*g = aggState{seen: true, value: f, mean: f, count: 1}
+			continue
+		}
+		switch op {
+		case parser.SUM:
+			g.value, g.kahanC = kahansum.Inc(f, g.value, g.kahanC)
+		case parser.AVG:
+			g.count++
+			if !g.incrementalMean {
+				newV, newC := kahansum.Inc(f, g.value, g.kahanC)
+				if !math.IsInf(newV, 0) {
+					g.value, g.kahanC = newV, newC
+					break
+				}
+				g.incrementalMean = true
+				g.mean = g.value / (g.count - 1)
+				g.kahanC /= g.count - 1
+			}
+			q := (g.count - 1) / g.count
+			g.mean, g.kahanC = kahansum.Inc(f/g.count, q*g.mean, q*g.kahanC)
+		case parser.MAX:
+			if g.value < f || math.IsNaN(g.value) {
+				g.value = f
+			}
+		case parser.MIN:
+			if g.value > f || math.IsNaN(g.value) {
+				g.value = f
+			}
+		case parser.COUNT:
+			g.count++
+		}
+	}
+}
+
+// final is a group's value at a step (the end of the engine's
+// aggregation).
+func final(op parser.ItemType, g *aggState) float64 {
+	switch op {
+	case parser.SUM:
+		return g.value + g.kahanC
+	case parser.AVG:
+		if g.incrementalMean {
+			return g.mean + g.kahanC
+		}
+		return g.value/g.count + g.kahanC/g.count
+	case parser.COUNT:
+		return g.count
+	}
+	return g.value
+}
+
+// precomputed is a precomputed series: a point at every step with a
+// value, a stale marker at every other.
+func precomputed(lset labels.Labels, values []float64, has []bool, start, step int64) storage.Series {
+	pts := make([]promql.FPoint, len(values))
+	for k := range values {
+		pts[k] = promql.FPoint{T: start + int64(k)*step, F: values[k]}
+		if !has[k] {
+			pts[k].F = math.Float64frombits(value.StaleNaN)
+		}
+	}
+	return promql.NewStorageSeries(promql.Series{Metric: lset, Floats: pts})
+}
+
+func (pq *pushdownQuery) query() promql.Query {
+	if pq.ran != nil {
+		return pq.ran
+	}
+	return pq.orig
+}
+
+func (pq *pushdownQuery) Close() {
+	pq.orig.Close()
+	pq.pushed.Close()
+}
+
+func (pq *pushdownQuery) Statement() parser.Statement { return pq.orig.Statement() }
+func (pq *pushdownQuery) Stats() *stats.Statistics    { return pq.query().Stats() }
+func (pq *pushdownQuery) Cancel()                     { pq.orig.Cancel(); pq.pushed.Cancel() }
+func (pq *pushdownQuery) String() string              { return pq.qs }
+
+// pushdownQueryable serves the pushed subexpressions' results to the
+// rewritten query, and every other selector from q.
+type pushdownQueryable struct {
+	q  storage.Queryable
+	pq *pushdownQuery
+}
+
+func (p pushdownQueryable) Querier(mint, maxt int64) (storage.Querier, error) {
+	q, err := p.q.Querier(mint, maxt)
+	if err != nil {
+		return nil, err
+	}
+	return pushdownQuerier{Querier: q, pq: p.pq}, nil
+}
+
+type pushdownQuerier struct {
+	storage.Querier
+	pq *pushdownQuery
+}
+
+func (q pushdownQuerier) Select(ctx context.Context, sortSeries bool, hints *storage.SelectHints, ms ...*labels.Matcher) storage.SeriesSet {
+	if len(ms) == 1 && ms[0].Name == pushdownLabel && ms[0].Type == labels.MatchEqual {
+		i, err := strconv.Atoi(ms[0].Value)
+		if err != nil || i < 0 || i >= len(q.pq.exprs) {
+			return storage.ErrSeriesSet(fmt.Errorf("pushdown: no subexpression %q", ms[0].Value))
+		}
+		return &listSeriesSet{series: q.pq.exprs[i].result, i: -1}
+	}
+	return q.Querier.Select(ctx, sortSeries, hints, ms...)
+}
