@@ -347,6 +347,8 @@ func (pq *pushdownQuery) evaluateOne(ctx context.Context, q storage.Querier, p *
 	var it chunkenc.Iterator
 	var buf []byte
 	isRate := p.call.Func.Name == "rate" || p.call.Func.Name == "increase"
+	extreme := p.call.Func.Name == "max_over_time" || p.call.Func.Name == "min_over_time"
+	ext := slidingExtreme{max: p.call.Func.Name == "max_over_time"}
 
 	for set.Next() {
 		s := set.At()
@@ -375,10 +377,14 @@ func (pq *pushdownQuery) evaluateOne(ctx context.Context, q storage.Querier, p *
 		inMatrix[0].Metric = fs.lset
 		points := 0
 		lo, hi := 0, 0
+		ext.reset()
 		for k := range numSteps {
 			has[k] = false
 			ts := pq.start + int64(k)*pq.step
 			for hi < len(fs.pts) && fs.pts[hi].T <= ts {
+				if extreme {
+					ext.push(fs.pts, hi)
+				}
 				hi++
 			}
 			for lo < hi && fs.pts[lo].T <= ts-rng {
@@ -386,6 +392,13 @@ func (pq *pushdownQuery) evaluateOne(ctx context.Context, q storage.Querier, p *
 			}
 			if lo == hi {
 				continue
+			}
+			if extreme {
+				if f, ok := ext.at(fs.pts, lo); ok {
+					values[k], has[k] = f, true
+					points++
+					continue
+				}
 			}
 			inMatrix[0].Floats = fs.pts[lo:hi]
 			enh.Ts = ts
@@ -464,6 +477,49 @@ func (pq *pushdownQuery) evaluateOne(ctx context.Context, q storage.Querier, p *
 	}
 	p.result = out
 	return annos, true
+}
+
+// slidingExtreme is max_over_time (or min_over_time) of a sliding
+// window in amortized constant time per step, with the answer of
+// Prometheus' function: the largest (smallest) value that is not NaN,
+// the earliest of equal ones (0 and -0 are equal; the function keeps the
+// first). A window of NaNs only is left to the function (ok false).
+type slidingExtreme struct {
+	max bool
+	// idx[head:] are indices of points not NaN, ascending; their values
+	// descend (max) or ascend (min), equal ones kept in order.
+	idx  []int
+	head int
+}
+
+func (s *slidingExtreme) reset() { s.idx, s.head = s.idx[:0], 0 }
+
+// push adds point i, the newest.
+func (s *slidingExtreme) push(pts []promql.FPoint, i int) {
+	f := pts[i].F
+	if math.IsNaN(f) {
+		return
+	}
+	for n := len(s.idx); n > s.head; n = len(s.idx) {
+		b := pts[s.idx[n-1]].F
+		if (s.max && b < f) || (!s.max && b > f) {
+			s.idx = s.idx[:n-1]
+			continue
+		}
+		break
+	}
+	s.idx = append(s.idx, i)
+}
+
+// at drops the points before lo and returns the window's extreme.
+func (s *slidingExtreme) at(pts []promql.FPoint, lo int) (float64, bool) {
+	for s.head < len(s.idx) && s.idx[s.head] < lo {
+		s.head++
+	}
+	if s.head == len(s.idx) {
+		return 0, false
+	}
+	return pts[s.idx[s.head]].F, true
 }
 
 // groupingLabels are an aggregation's output labels (the engine's

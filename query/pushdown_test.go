@@ -11,6 +11,8 @@ import (
 
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/value"
+	"github.com/prometheus/prometheus/promql"
+	"github.com/prometheus/prometheus/promql/parser"
 	"github.com/prometheus/prometheus/promql/promqltest"
 	"github.com/prometheus/prometheus/storage"
 	"github.com/stretchr/testify/require"
@@ -52,6 +54,10 @@ func pushdownData(t testing.TB, app storage.Appender, rng *rand.Rand, base int64
 					v = math.NaN()
 				case r == 1:
 					v = math.Inf(1 - 2*rng.IntN(2))
+				case r < 40:
+					v = math.Copysign(0, float64(1-2*rng.IntN(2))) // 0 and -0 tie in max and min
+				case r < 80:
+					v = float64(rng.IntN(3)) // more ties
 				default:
 					v = rng.NormFloat64()*50 + 1e3*float64(rng.IntN(3))
 				}
@@ -224,6 +230,45 @@ func requireSameResult(t *testing.T, want, got rangeResult, format string, args 
 			}
 			from := max(0, j-80)
 			require.Failf(t, "different series", "%s: series %d differs at byte %d:\nwant %s\ngot  %s", msg, i, j, cut(w[from:]), cut(g[from:]))
+		}
+	}
+}
+
+// TestSlidingExtreme: the sliding max and min give Prometheus'
+// max_over_time and min_over_time bit for bit on every window of random
+// points full of NaN, ±Inf, 0 and -0 and ties, or leave the window to the
+// function (NaNs only).
+func TestSlidingExtreme(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	vals := []float64{math.NaN(), math.Inf(1), math.Inf(-1), 0, math.Copysign(0, -1), 1, 1, 2, -3}
+	for _, name := range []string{"max_over_time", "min_over_time"} {
+		fn := promql.FunctionCalls[name]
+		args := parser.Expressions{&parser.MatrixSelector{VectorSelector: &parser.VectorSelector{}}}
+		for range 200 {
+			pts := make([]promql.FPoint, 1+rng.IntN(60))
+			for i := range pts {
+				pts[i] = promql.FPoint{T: int64(i), F: vals[rng.IntN(len(vals))]}
+			}
+			ext := slidingExtreme{max: name == "max_over_time"}
+			lo, hi := 0, 0
+			for hi < len(pts) {
+				for n := 1 + rng.IntN(4); n > 0 && hi < len(pts); n-- {
+					ext.push(pts, hi)
+					hi++
+				}
+				lo = min(hi-1, lo+rng.IntN(4))
+				enh := &promql.EvalNodeHelper{}
+				want, _ := fn(nil, promql.Matrix{{Floats: pts[lo:hi]}}, args, enh)
+				require.Len(t, want, 1)
+				got, ok := ext.at(pts, lo)
+				if !ok {
+					for _, p := range pts[lo:hi] {
+						require.True(t, math.IsNaN(p.F), "a window with a number is answered")
+					}
+					continue
+				}
+				require.Equal(t, math.Float64bits(want[0].F), math.Float64bits(got), "%s of %v", name, pts[lo:hi])
+			}
 		}
 	}
 }
