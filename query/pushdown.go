@@ -13,7 +13,6 @@ import (
 	"github.com/prometheus/prometheus/model/value"
 	"github.com/prometheus/prometheus/promql"
 	"github.com/prometheus/prometheus/promql/parser"
-	"github.com/prometheus/prometheus/promql/parser/posrange"
 	"github.com/prometheus/prometheus/schema"
 	"github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
@@ -73,22 +72,32 @@ var startTimestampFuncs = map[string]bool{"rate": true, "irate": true, "increase
 
 // pushedExpr is one subexpression the pushdown evaluates.
 type pushedExpr struct {
+	// hq is histogram_quantile(phi, agg) around agg, or nil.
+	hq   *parser.Call
+	phi  float64
 	agg  *parser.AggregateExpr // nil: the bare function
 	call *parser.Call
 	ms   *parser.MatrixSelector
 	vs   *parser.VectorSelector
 	fn   promql.FunctionCall
 
-	// result is what the vector selector standing for it reads.
-	result []storage.Series
+	// result is what the vector selector standing for it reads; with
+	// hq, aggResult is the aggregation's, which the aggOnly text reads.
+	result, aggResult []storage.Series
+	// hqAnnos are the annotations of histogram_quantile; forced tells
+	// that it forced some buckets monotonic.
+	hqAnnos annotations.Annotations
+	forced  bool
 }
 
 // pushdownPlan finds the subexpressions of expr (parsed from qs) the
-// pushdown evaluates and returns qs with each replaced by its selector.
-// ok is false when there is none.
-func pushdownPlan(qs string, expr parser.Expr, delayedNameRemoval bool) (string, []*pushedExpr, bool) {
+// pushdown evaluates and returns qs with each replaced by its selector
+// (full), and the same with histogram_quantile left to the engine
+// around each pushed aggregation it holds (aggOnly, the text run when a
+// histogram needs its buckets forced monotonic: see histogramQuantile).
+// ok is false when there is nothing to push down.
+func pushdownPlan(qs string, expr parser.Expr, delayedNameRemoval bool) (full, aggOnly string, exprs []*pushedExpr, ok bool) {
 	var found []*pushedExpr
-	var ranges []posrange.PositionRange
 	var walk func(n parser.Node)
 	walk = func(n parser.Node) {
 		switch n := n.(type) {
@@ -96,12 +105,16 @@ func pushdownPlan(qs string, expr parser.Expr, delayedNameRemoval bool) (string,
 			return // its steps are its own
 		case *parser.AggregateExpr:
 			if p := matchAggregate(n); p != nil {
-				found, ranges = append(found, p), append(ranges, n.PositionRange())
+				found = append(found, p)
 				return
 			}
 		case *parser.Call:
+			if p := matchHistogramQuantile(n); p != nil && !delayedNameRemoval {
+				found = append(found, p)
+				return
+			}
 			if p := matchCall(n); p != nil && !delayedNameRemoval {
-				found, ranges = append(found, p), append(ranges, n.PositionRange())
+				found = append(found, p)
 				return
 			}
 		}
@@ -110,39 +123,59 @@ func pushdownPlan(qs string, expr parser.Expr, delayedNameRemoval bool) (string,
 		}
 	}
 	walk(expr)
-	var b strings.Builder
-	var kept []*pushedExpr
+	var bf, ba strings.Builder
 	at := 0
-	for i, p := range found {
-		r := ranges[i]
+	fits := func(e parser.Expr, sel string) bool {
+		r := e.PositionRange()
 		start, end := int(r.Start), int(r.End)
-		sel := `{` + pushdownLabel + `="` + strconv.Itoa(len(kept)) + `"`
-		if start < at || end > len(qs) || end-start < len(sel)+1 || !sameExpr(qs[start:end], p) {
+		return start >= at && end <= len(qs) && end-start >= len(sel)+1 && sameExpr(qs[start:end], e)
+	}
+	write := func(b *strings.Builder, e parser.Expr, sel string, from int) {
+		r := e.PositionRange()
+		b.WriteString(qs[from:r.Start])
+		b.WriteString(sel)
+		b.WriteString(strings.Repeat(" ", int(r.End-r.Start)-len(sel)-1))
+		b.WriteString("}")
+	}
+	for _, p := range found {
+		sel := `{` + pushdownLabel + `="` + strconv.Itoa(len(exprs)) + `"`
+		var inner parser.Expr = p.call
+		if p.agg != nil {
+			inner = p.agg
+		}
+		if !fits(inner, sel) {
 			continue
 		}
-		b.WriteString(qs[at:start])
-		b.WriteString(sel)
-		b.WriteString(strings.Repeat(" ", end-start-len(sel)-1))
-		b.WriteString("}")
-		at = end
-		kept = append(kept, p)
+		if p.hq != nil && !fits(p.hq, sel) {
+			p.hq = nil
+		}
+		outer := inner
+		if p.hq != nil {
+			outer = p.hq
+		}
+		write(&bf, outer, sel, at)
+		write(&ba, inner, sel, at)
+		if p.hq != nil {
+			// The aggregation inside histogram_quantile, then the
+			// rest of histogram_quantile up to its end.
+			ba.WriteString(qs[inner.PositionRange().End:p.hq.PositionRange().End])
+		}
+		at = int(outer.PositionRange().End)
+		exprs = append(exprs, p)
 	}
-	if len(kept) == 0 {
-		return qs, nil, false
+	if len(exprs) == 0 {
+		return qs, qs, nil, false
 	}
-	b.WriteString(qs[at:])
-	return b.String(), kept, true
+	bf.WriteString(qs[at:])
+	ba.WriteString(qs[at:])
+	return bf.String(), ba.String(), exprs, true
 }
 
-// sameExpr reports whether text parses to p's expression: the positions
-// the parser gave are those of the text.
-func sameExpr(text string, p *pushedExpr) bool {
-	var n parser.Expr = p.call
-	if p.agg != nil {
-		n = p.agg
-	}
-	e, err := parser.NewParser(parser.Options{}).ParseExpr(text)
-	return err == nil && e.String() == n.String()
+// sameExpr reports whether text parses to e: the positions the parser
+// gave are those of the text.
+func sameExpr(text string, e parser.Expr) bool {
+	got, err := parser.NewParser(parser.Options{}).ParseExpr(text)
+	return err == nil && got.String() == e.String()
 }
 
 func matchAggregate(a *parser.AggregateExpr) *pushedExpr {
@@ -181,6 +214,38 @@ func matchAggregate(a *parser.AggregateExpr) *pushedExpr {
 	return p
 }
 
+// matchHistogramQuantile matches histogram_quantile(phi, agg) of a
+// pushed aggregation and a number 0 <= phi <= 1.
+func matchHistogramQuantile(c *parser.Call) *pushedExpr {
+	if c.Func == nil || c.Func.Name != "histogram_quantile" || len(c.Args) != 2 {
+		return nil
+	}
+	num, ok := unparen(c.Args[0]).(*parser.NumberLiteral)
+	if !ok || math.IsNaN(num.Val) || num.Val < 0 || num.Val > 1 {
+		return nil // the engine warns at each step
+	}
+	a, ok := unparen(c.Args[1]).(*parser.AggregateExpr)
+	if !ok {
+		return nil
+	}
+	p := matchAggregate(a)
+	if p == nil {
+		return nil
+	}
+	p.hq, p.phi = c, num.Val
+	return p
+}
+
+func unparen(e parser.Expr) parser.Expr {
+	for {
+		p, ok := e.(*parser.ParenExpr)
+		if !ok {
+			return e
+		}
+		e = p.Expr
+	}
+}
+
 func matchCall(c *parser.Call) *pushedExpr {
 	if c.Func == nil || !pushdownFuncs[c.Func.Name] || len(c.Args) != 1 {
 		return nil
@@ -217,7 +282,11 @@ type pushdownQuery struct {
 	delayed    bool
 
 	orig, pushed promql.Query
-	ran          promql.Query
+	// aggOnly leaves histogram_quantile to the engine (nil: no pushed
+	// histogram_quantile); useAggOnly is set when it runs.
+	aggOnly    promql.Query
+	useAggOnly bool
+	ran        promql.Query
 }
 
 // newPushdownQuery returns a pushdown query for qs over q, or nil when
@@ -230,7 +299,7 @@ func (e *Engine) newPushdownQuery(ctx context.Context, s *slots, q storage.Query
 	if err != nil {
 		return nil, nil
 	}
-	rewritten, exprs, ok := pushdownPlan(qs, expr, e.features.delayedNameRemoval)
+	rewritten, aggOnly, exprs, ok := pushdownPlan(qs, expr, e.features.delayedNameRemoval)
 	if !ok {
 		return nil, nil
 	}
@@ -249,6 +318,13 @@ func (e *Engine) newPushdownQuery(ctx context.Context, s *slots, q storage.Query
 	if pq.pushed, err = e.parts.NewRangeQuery(ctx, pushdownQueryable{q: q, pq: pq}, opts, rewritten, start, end, step); err != nil {
 		pq.orig.Close()
 		return nil, nil // the engine refused the rewritten text: run as before
+	}
+	if aggOnly != rewritten {
+		if pq.aggOnly, err = e.parts.NewRangeQuery(ctx, pushdownQueryable{q: q, pq: pq}, opts, aggOnly, start, end, step); err != nil {
+			pq.orig.Close()
+			pq.pushed.Close()
+			return nil, nil
+		}
 	}
 	return pq, nil
 }
@@ -270,7 +346,19 @@ func (pq *pushdownQuery) Exec(ctx context.Context) *promql.Result {
 	}
 	pq.e.pushed.Add(1)
 	pq.ran = pq.pushed
-	res := pq.pushed.Exec(ctx)
+	for _, p := range pq.exprs {
+		if p.forced {
+			// The engine's annotation of forced buckets counts its
+			// own way (see histogramQuantile): its histogram_quantile.
+			pq.useAggOnly, pq.ran = true, pq.aggOnly
+		}
+	}
+	if !pq.useAggOnly {
+		for _, p := range pq.exprs {
+			annos.Merge(p.hqAnnos)
+		}
+	}
+	res := pq.ran.Exec(ctx)
 	res.Warnings = annos.Merge(res.Warnings)
 	return res
 }
@@ -335,7 +423,7 @@ func (pq *pushdownQuery) evaluateOne(ctx context.Context, q storage.Querier, p *
 	groupIndex := make(map[uint64]int)
 	var groupLabels []labels.Labels
 	var states []aggState // group*numSteps+step
-	var out []storage.Series
+	var out []stepValues
 	seenLabels := make(map[string]bool)
 
 	values := make([]float64, numSteps)
@@ -443,7 +531,7 @@ func (pq *pushdownQuery) evaluateOne(ctx context.Context, q storage.Querier, p *
 			seenLabels[string(buf)] = true
 		}
 		if p.agg == nil {
-			out = append(out, precomputed(metric, values, has, pq.start, pq.step))
+			out = append(out, stepValues{metric, slices.Clone(values), slices.Clone(has)})
 			continue
 		}
 		var key uint64
@@ -472,11 +560,107 @@ func (pq *pushdownQuery) evaluateOne(ctx context.Context, q storage.Querier, p *
 			for k := range st {
 				values[k], has[k] = final(p.agg.Op, &st[k]), st[k].seen
 			}
-			out = append(out, precomputed(lset, values, has, pq.start, pq.step))
+			out = append(out, stepValues{lset, slices.Clone(values), slices.Clone(has)})
 		}
 	}
-	p.result = out
+	p.result = pq.precomputed(out)
+	if p.hq != nil {
+		p.aggResult = p.result
+		p.hqAnnos = nil
+		hq, forced := pq.histogramQuantile(p, out, &p.hqAnnos)
+		p.result, p.forced = pq.precomputed(hq), forced
+	}
 	return annos, true
+}
+
+func (pq *pushdownQuery) precomputed(in []stepValues) []storage.Series {
+	out := make([]storage.Series, len(in))
+	for i, sv := range in {
+		out[i] = precomputed(sv.lset, sv.values, sv.has, pq.start, pq.step)
+	}
+	return out
+}
+
+// stepValues is one result series: its value at each step that has one.
+type stepValues struct {
+	lset   labels.Labels
+	values []float64
+	has    []bool
+}
+
+// histogramQuantile is the engine's histogram_quantile (of classic
+// buckets: the aggregation's results are floats) at every step, over
+// the series in the order the engine's vector holds them: the buckets of
+// a histogram in that order, so that sorting and coalescing them does
+// the same float operations.
+//
+// When some buckets had to be forced monotonic it reports forced: the
+// engine's annotation then counts the steps in a way that depends on how
+// its annotations are merged step by step (Prometheus v0.316.0 gives
+// 1, 4, 10, 22, 46... for 1, 2, 3, 4, 5 steps), so the query runs the
+// aggOnly text, whose histogram_quantile is the engine's.
+func (pq *pushdownQuery) histogramQuantile(p *pushedExpr, in []stepValues, annos *annotations.Annotations) (_ []stepValues, forced bool) {
+	type histogram struct {
+		metric  labels.Labels
+		buckets promql.Buckets
+		out     stepValues
+		seen    bool
+	}
+	var hs []*histogram
+	bySig := make(map[string]*histogram)
+	of := make([]*histogram, len(in)) // nil: a bad le label
+	ub := make([]float64, len(in))
+	var buf []byte
+	for i, sv := range in {
+		le := sv.lset.Get(labels.BucketLabel)
+		f, err := strconv.ParseFloat(le, 64)
+		if err != nil || math.IsNaN(f) {
+			if slices.Contains(sv.has, true) {
+				annos.Add(annotations.NewBadBucketLabelWarning("", le, p.hq.Args[1].PositionRange()))
+			}
+			continue
+		}
+		ub[i] = f
+		buf = sv.lset.BytesWithoutLabels(buf, labels.BucketLabel)
+		h := bySig[string(buf)]
+		if h == nil {
+			metric := labels.NewBuilder(sv.lset).Del(labels.BucketLabel).Labels().DropReserved(schema.IsMetadataLabel)
+			h = &histogram{metric: metric}
+			bySig[string(buf)] = h
+			hs = append(hs, h)
+		}
+		of[i] = h
+	}
+	numSteps := int((pq.end-pq.start)/pq.step) + 1
+	for _, h := range hs {
+		h.out = stepValues{h.metric, make([]float64, numSteps), make([]bool, numSteps)}
+	}
+	for k := range numSteps {
+		for _, h := range hs {
+			h.buckets = h.buckets[:0]
+		}
+		for i, sv := range in {
+			if of[i] != nil && sv.has[k] {
+				of[i].buckets = append(of[i].buckets, promql.Bucket{UpperBound: ub[i], Count: sv.values[k]})
+			}
+		}
+		for _, h := range hs {
+			if len(h.buckets) == 0 {
+				continue
+			}
+			q, forcedHere, _, _, _, _ := promql.BucketQuantile(p.phi, h.buckets)
+			forced = forced || forcedHere
+			h.out.values[k], h.out.has[k] = q, true
+			h.seen = true
+		}
+	}
+	out := make([]stepValues, 0, len(hs))
+	for _, h := range hs {
+		if h.seen {
+			out = append(out, h.out)
+		}
+	}
+	return out, forced
 }
 
 // slidingExtreme is max_over_time (or min_over_time) of a sliding
@@ -621,12 +805,21 @@ func (pq *pushdownQuery) query() promql.Query {
 func (pq *pushdownQuery) Close() {
 	pq.orig.Close()
 	pq.pushed.Close()
+	if pq.aggOnly != nil {
+		pq.aggOnly.Close()
+	}
 }
 
 func (pq *pushdownQuery) Statement() parser.Statement { return pq.orig.Statement() }
 func (pq *pushdownQuery) Stats() *stats.Statistics    { return pq.query().Stats() }
-func (pq *pushdownQuery) Cancel()                     { pq.orig.Cancel(); pq.pushed.Cancel() }
-func (pq *pushdownQuery) String() string              { return pq.qs }
+func (pq *pushdownQuery) Cancel() {
+	pq.orig.Cancel()
+	pq.pushed.Cancel()
+	if pq.aggOnly != nil {
+		pq.aggOnly.Cancel()
+	}
+}
+func (pq *pushdownQuery) String() string { return pq.qs }
 
 // pushdownQueryable serves the pushed subexpressions' results to the
 // rewritten query, and every other selector from q.
@@ -654,7 +847,11 @@ func (q pushdownQuerier) Select(ctx context.Context, sortSeries bool, hints *sto
 		if err != nil || i < 0 || i >= len(q.pq.exprs) {
 			return storage.ErrSeriesSet(fmt.Errorf("pushdown: no subexpression %q", ms[0].Value))
 		}
-		return &listSeriesSet{series: q.pq.exprs[i].result, i: -1}
+		p := q.pq.exprs[i]
+		if q.pq.useAggOnly && p.hq != nil {
+			return &listSeriesSet{series: p.aggResult, i: -1}
+		}
+		return &listSeriesSet{series: p.result, i: -1}
 	}
 	return q.Querier.Select(ctx, sortSeries, hints, ms...)
 }

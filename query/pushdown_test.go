@@ -79,6 +79,31 @@ func pushdownData(t testing.TB, app storage.Appender, rng *rand.Rand, base int64
 			}
 		}
 	}
+	// A histogram whose buckets are scraped together and stay
+	// monotonic, as real ones do (latency_bucket's are not: their
+	// buckets are independent counters).
+	les := []string{"0.1", "0.5", "1", "5", "+Inf"}
+	for _, job := range []string{"a", "b"} {
+		for inst := range 2 {
+			counts := make([]float64, len(les))
+			for ts := base + rng.Int64N(600_000); ts <= base+6*3600_000; ts += 15_000 {
+				if rng.IntN(300) == 0 {
+					clear(counts) // a restart
+				}
+				for range rng.IntN(5) {
+					le := rng.IntN(len(les))
+					for k := le; k < len(les); k++ {
+						counts[k]++
+					}
+				}
+				for k, le := range les {
+					lset := labels.FromStrings("__name__", "lat_bucket", "job", job, "instance", fmt.Sprint(inst), "le", le)
+					_, err := app.Append(0, lset, ts, counts[k])
+					require.NoError(t, err)
+				}
+			}
+		}
+	}
 	// Two series with the same labels but their names: a bare function
 	// of both is the engine's "same labelset" error.
 	add(labels.FromStrings("__name__", "dup_a", "job", "x"), false)
@@ -103,6 +128,15 @@ func pushdownQueries(rng *rand.Rand) []string {
 	}
 	return append(qs,
 		`histogram_quantile(0.95, sum by (le, job) (rate(latency_bucket[5m])))`,
+		`histogram_quantile(0.95, sum by (le, job) (rate(lat_bucket[5m])))`,
+		`histogram_quantile(0.5, sum without (instance) (increase(lat_bucket[2m])))`,
+		`histogram_quantile(1, sum by (le) (rate(lat_bucket[1m])))`,
+		`histogram_quantile(0, (sum by (le, instance) (rate(lat_bucket[30s]))))`,
+		`histogram_quantile(0.9, sum by (job) (rate(lat_bucket[5m])))`,
+		`histogram_quantile(0.9, sum by (le) (rate(lat_bucket[5m]))) > 0.2`,
+		`histogram_quantile(1.5, sum by (le) (rate(lat_bucket[5m])))`,
+		`histogram_quantile(0.99, sum by (le) (rate(lat_bucket[5m]))) / histogram_quantile(0.5, sum by (le) (rate(lat_bucket[5m])))`,
+		`histogram_quantile(0.95, sum by (le) (rate(latency_bucket[5m]))) + histogram_quantile(0.95, sum by (le) (rate(lat_bucket[5m])))`,
 		`histogram_quantile(0.5, sum by (le) (rate(latency_bucket[1m])))`,
 		`max_over_time(queue[1h])`,
 		`sum(rate(requests_total{code="500"}[5m])) / sum(rate(requests_total[5m]))`,
@@ -270,5 +304,41 @@ func TestSlidingExtreme(t *testing.T) {
 				require.Equal(t, math.Float64bits(want[0].F), math.Float64bits(got), "%s of %v", name, pts[lo:hi])
 			}
 		}
+	}
+}
+
+// TestPushdownHistogramQuantile: histogram_quantile of a pushed
+// aggregation is evaluated by the pushdown when its buckets are
+// monotonic, and left to the engine (over the pushed aggregation) when
+// some must be forced monotonic, whose annotation the engine counts its
+// own way; both answer as the engine alone.
+func TestPushdownHistogramQuantile(t *testing.T) {
+	base := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC).UnixMilli()
+	st := promqltest.NewBuiltinTestStorage(t)
+	pushdownData(t, st.Appender(context.Background()), rand.New(rand.NewPCG(1, 2)), base)
+	on := New(Options{SplitParallelism: 1}, nil, nil)
+	off := New(Options{SplitParallelism: 1, NoPushdown: true}, nil, nil)
+	t.Cleanup(func() { _ = on.Close(); _ = off.Close() })
+	start, end := time.UnixMilli(base+3600_000), time.UnixMilli(base+5*3600_000)
+	for _, c := range []struct {
+		qs      string
+		aggOnly bool
+	}{
+		{`histogram_quantile(0.95, sum by (le, job) (rate(lat_bucket[5m])))`, false},
+		{`histogram_quantile(0.95, sum by (le, job) (rate(latency_bucket[5m])))`, true},
+	} {
+		ctx := context.Background()
+		q, err := on.newPushdownQuery(ctx, nil, st, nil, c.qs, start, end, time.Minute)
+		require.NoError(t, err)
+		require.NotNil(t, q)
+		res := q.Exec(ctx)
+		require.NoError(t, res.Err)
+		require.Equal(t, c.aggOnly, q.(*pushdownQuery).useAggOnly, c.qs)
+		if c.aggOnly {
+			_, infos := res.Warnings.AsStrings(c.qs, 0, 0)
+			require.NotEmpty(t, infos, "forced monotonic")
+		}
+		q.Close()
+		requireSameResult(t, runRange(t, off, st, c.qs, start, end, time.Minute), runRange(t, on, st, c.qs, start, end, time.Minute), "%s", c.qs)
 	}
 }
