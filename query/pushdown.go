@@ -437,6 +437,11 @@ func (pq *pushdownQuery) evaluateOne(ctx context.Context, q storage.Querier, p *
 	isRate := p.call.Func.Name == "rate" || p.call.Func.Name == "increase"
 	extreme := p.call.Func.Name == "max_over_time" || p.call.Func.Name == "min_over_time"
 	ext := slidingExtreme{max: p.call.Func.Name == "max_over_time"}
+	// rate and increase of a window without a counter reset (and
+	// without start timestamps) in constant time: see counterRate.
+	counter := isRate && !withST
+	cr := counterRate{isRate: p.call.Func.Name == "rate", rangeMs: rng, rangeSeconds: p.ms.Range.Seconds()}
+	var resets []int32
 
 	for set.Next() {
 		s := set.At()
@@ -466,6 +471,9 @@ func (pq *pushdownQuery) evaluateOne(ctx context.Context, q storage.Querier, p *
 		points := 0
 		lo, hi := 0, 0
 		ext.reset()
+		if counter {
+			resets = countResets(resets, fs.pts)
+		}
 		for k := range numSteps {
 			has[k] = false
 			ts := pq.start + int64(k)*pq.step
@@ -487,6 +495,14 @@ func (pq *pushdownQuery) evaluateOne(ctx context.Context, q storage.Querier, p *
 					points++
 					continue
 				}
+			}
+			if counter && resets[hi-1] == resets[lo] {
+				if hi-lo < 2 {
+					continue // one sample: no rate
+				}
+				values[k], has[k] = cr.at(fs.pts[lo], fs.pts[hi-1], hi-lo-1, ts), true
+				points++
+				continue
 			}
 			inMatrix[0].Floats = fs.pts[lo:hi]
 			enh.Ts = ts
@@ -661,6 +677,67 @@ func (pq *pushdownQuery) histogramQuantile(p *pushedExpr, in []stepValues, annos
 		}
 	}
 	return out, forced
+}
+
+// countResets returns, for each point, how many counter resets (a value
+// below the one before it, as extrapolatedRate counts them) happened up
+// to it.
+func countResets(dst []int32, pts []promql.FPoint) []int32 {
+	dst = slices.Grow(dst[:0], len(pts))[:len(pts)]
+	var n int32
+	for i := range pts {
+		if i > 0 && pts[i].F < pts[i-1].F {
+			n++
+		}
+		dst[i] = n
+	}
+	return dst
+}
+
+// counterRate is Prometheus' extrapolatedRate (v0.316.0, functions.go)
+// of a float window without a counter reset, no start timestamps, no
+// offset and no anchored or smoothed selector: then its reset loop adds
+// nothing, and the result depends only on the first and last samples and
+// how many there are. The float operations are the function's, in its
+// order (none is a multiply-add a compiler could fuse);
+// TestCounterRate checks it bit for bit against the function.
+type counterRate struct {
+	isRate       bool
+	rangeMs      int64
+	rangeSeconds float64
+}
+
+// at is the rate (increase) at ts of a window from first to last with
+// numSamplesMinusOne+1 samples, numSamplesMinusOne >= 1.
+func (c counterRate) at(first, last promql.FPoint, numSamplesMinusOne int, ts int64) float64 {
+	rangeStart, rangeEnd := ts-c.rangeMs, ts
+	resultFloat := last.F - first.F
+	durationToStart := float64(first.T-rangeStart) / 1000
+	durationToEnd := float64(rangeEnd-last.T) / 1000
+	sampledInterval := float64(last.T-first.T) / 1000
+	averageDurationBetweenSamples := sampledInterval / float64(numSamplesMinusOne)
+	extrapolationThreshold := averageDurationBetweenSamples * 1.1
+	if durationToStart >= extrapolationThreshold {
+		durationToStart = averageDurationBetweenSamples / 2
+	}
+	durationToZero := durationToStart
+	if resultFloat > 0 && first.F >= 0 {
+		durationToZero = sampledInterval * (first.F / resultFloat)
+	}
+	if durationToZero < durationToStart {
+		durationToStart = durationToZero
+	}
+	if durationToEnd >= extrapolationThreshold {
+		durationToEnd = averageDurationBetweenSamples / 2
+	}
+	factor := 1.0
+	if sampledInterval != 0 {
+		factor = (sampledInterval + durationToStart + durationToEnd) / sampledInterval
+	}
+	if c.isRate {
+		factor /= c.rangeSeconds
+	}
+	return resultFloat * factor
 }
 
 // slidingExtreme is max_over_time (or min_over_time) of a sliding
