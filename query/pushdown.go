@@ -27,11 +27,14 @@ import (
 // result into its group. The pushdown evaluates the shapes
 //
 //	agg by|without (...) (fn(sel[w]))   agg: sum, min, max, count, avg
+//	histogram_quantile(φ, agg ...)      (not with delayed name removal)
 //	fn(sel[w])                          (not with delayed name removal)
 //
 // in one pass per series over its samples: a window of two indices slides
 // along the steps, Prometheus' own function (promql.FunctionCalls[fn]) is
-// called on each window as the engine calls it, and each result is folded
+// called on each window as the engine calls it (or, for max_over_time,
+// min_over_time and a rate or increase without a reset, its exact
+// constant-time equivalent: slidingExtreme, counterRate), and each result is folded
 // into its group as the engine's aggregation folds it (the same Kahan
 // summation, the same incremental mean, the same NaN rules for min and
 // max, series in the order the storage returns them, so that every float
