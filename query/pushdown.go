@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/prometheus/model/labels"
@@ -290,6 +291,10 @@ type pushdownQuery struct {
 	aggOnly    promql.Query
 	useAggOnly bool
 	ran        promql.Query
+	// mu guards cancel, which Cancel calls to end the evaluation.
+	mu       sync.Mutex
+	cancel   context.CancelFunc
+	canceled bool
 }
 
 // newPushdownQuery returns a pushdown query for qs over q, or nil when
@@ -333,6 +338,14 @@ func (e *Engine) newPushdownQuery(ctx context.Context, s *slots, q storage.Query
 }
 
 func (pq *pushdownQuery) Exec(ctx context.Context) *promql.Result {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	pq.mu.Lock()
+	pq.cancel = cancel
+	if pq.canceled {
+		cancel()
+	}
+	pq.mu.Unlock()
 	if pq.slots != nil {
 		ctx2, cancel := context.WithTimeout(ctx, pq.e.opts.Timeout)
 		defer cancel()
@@ -893,6 +906,12 @@ func (pq *pushdownQuery) Close() {
 func (pq *pushdownQuery) Statement() parser.Statement { return pq.orig.Statement() }
 func (pq *pushdownQuery) Stats() *stats.Statistics    { return pq.query().Stats() }
 func (pq *pushdownQuery) Cancel() {
+	pq.mu.Lock()
+	pq.canceled = true
+	if pq.cancel != nil {
+		pq.cancel()
+	}
+	pq.mu.Unlock()
 	pq.orig.Cancel()
 	pq.pushed.Cancel()
 	if pq.aggOnly != nil {
