@@ -438,7 +438,7 @@ func (pq *pushdownQuery) evaluateOne(ctx context.Context, q storage.Querier, p *
 	}
 	groupIndex := make(map[uint64]int)
 	var groupLabels []labels.Labels
-	var states []aggState // group*numSteps+step
+	var states [][]aggState // per group, per step
 	var out []stepValues
 	seenLabels := make(map[string]bool)
 
@@ -578,9 +578,9 @@ func (pq *pushdownQuery) evaluateOne(ctx context.Context, q storage.Querier, p *
 			g = len(groupLabels)
 			groupIndex[key] = g
 			groupLabels = append(groupLabels, groupingLabels(metric, p.agg.Without, grouping))
-			states = append(states, make([]aggState, numSteps)...)
+			states = append(states, make([]aggState, numSteps))
 		}
-		fold(p.agg.Op, states[g*numSteps:(g+1)*numSteps], values, has)
+		fold(p.agg.Op, states[g], values, has)
 	}
 	if set.Err() != nil {
 		return nil, false
@@ -588,7 +588,7 @@ func (pq *pushdownQuery) evaluateOne(ctx context.Context, q storage.Querier, p *
 	annos.Merge(set.Warnings())
 	if p.agg != nil {
 		for g, lset := range groupLabels {
-			st := states[g*numSteps : (g+1)*numSteps]
+			st := states[g]
 			for k := range st {
 				values[k], has[k] = final(p.agg.Op, &st[k]), st[k].seen
 			}
