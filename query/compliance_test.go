@@ -5,6 +5,7 @@ import (
 
 	"github.com/prometheus/prometheus/promql/promqltest"
 	"github.com/prometheus/prometheus/storage"
+	"github.com/stretchr/testify/require"
 )
 
 // testFeatures are the language features Prometheus' own test files are
@@ -32,6 +33,8 @@ func TestPromQLCompliance(t *testing.T) {
 		eng := newEngine(Options{MaxSamples: promqltest.DefaultMaxSamplesPerQuery}, nil, nil, testFeatures)
 		t.Cleanup(func() { _ = eng.Close() })
 		promqltest.RunBuiltinTestsWithStorage(t, eng, newStorage)
+		t.Logf("pushdown: %d range queries pushed down, %d fell back", eng.pushed.Load(), eng.fellBack.Load())
+		require.Positive(t, eng.pushed.Load(), "the aggregation pushdown is on by default")
 	})
 	t.Run("split", func(t *testing.T) {
 		eng := newEngine(Options{MaxSamples: promqltest.DefaultMaxSamplesPerQuery, SplitParallelism: 4}, nil, nil, testFeatures)
@@ -39,5 +42,12 @@ func TestPromQLCompliance(t *testing.T) {
 		eng.minSplitRange = 0
 		t.Cleanup(func() { _ = eng.Close() })
 		promqltest.RunBuiltinTestsWithStorage(t, eng, newStorage)
+		require.Positive(t, eng.pushed.Load(), "the parts of split queries are pushed down")
+	})
+	t.Run("no-pushdown", func(t *testing.T) {
+		eng := newEngine(Options{MaxSamples: promqltest.DefaultMaxSamplesPerQuery, NoPushdown: true}, nil, nil, testFeatures)
+		t.Cleanup(func() { _ = eng.Close() })
+		promqltest.RunBuiltinTestsWithStorage(t, eng, newStorage)
+		require.Zero(t, eng.pushed.Load()+eng.fellBack.Load())
 	})
 }

@@ -8,7 +8,8 @@
 // query tracker makes them wait) until their context ends.
 //
 // Results match Prometheus' to the precision the storage keeps (see package
-// storage): the evaluator is Prometheus' code, not a re-implementation.
+// storage): the evaluator is Prometheus' code, but for the aggregation
+// pushdown below, which gives its answers bit for bit.
 //
 // # Tiers
 //
@@ -34,6 +35,52 @@
 // (split.go). Neither changes an answer: TestPromQLCompliance runs
 // Prometheus' own PromQL test files through both, every range query
 // split.
+//
+// # Aggregation pushdown
+//
+// Prometheus' engine evaluates a range query step by step: at every step
+// it copies each series' window into a buffer, calls the function, and
+// hashes each result into its group. For the shapes
+//
+//	agg by|without (...) (fn(sel[w]))            agg: sum, min, max, count, avg
+//	histogram_quantile(φ, agg by (le, ...) (fn(sel[w])))
+//	fn(sel[w])                                   (not with delayed name removal)
+//
+// where fn is one of rate, increase, delta, irate, idelta, resets,
+// changes, deriv and the min/max/sum/count/avg/stddev/stdvar/present
+// _over_time functions, the pushdown (pushdown.go) evaluates the
+// subexpression in one pass per series over its samples, a window of two
+// indices sliding along the steps, and hands the result back to
+// Prometheus' engine as precomputed series (one point per step, a stale
+// marker where a step has none) read by a selector that replaces the
+// subexpression in the query text, padded to its length so that every
+// annotation keeps its position. The enclosing expression is still the
+// engine's. Each window is evaluated by Prometheus' own function
+// (promql.FunctionCalls), except three that are exact in constant time
+// per step: max_over_time and min_over_time (a monotonic queue keeping
+// the earliest of equal values, NaN skipped as the function skips it),
+// and rate/increase of a window without a counter reset (the function's
+// float operations on the first and last samples, in its order). Groups
+// fold values as the engine's aggregation does (the same Kahan sum, the
+// same incremental mean, the same NaN rules, series in the storage's
+// order), and histogram_quantile calls promql.BucketQuantile with the
+// buckets in the order the engine's vector holds them. So the answer is
+// the engine's bit for bit, which TestPushdownDifferential checks on
+// random data (counter resets, gaps, staleness markers, NaN, ±Inf, ±0,
+// several label sets) for about 190 queries over random ranges, steps
+// and windows, on Prometheus' TSDB and on the appliance's storage, and
+// TestPromQLCompliance with the pushdown on.
+//
+// Not pushed down, the engine's as before: instant queries, selectors
+// with offset, `@`, anchored or smoothed, duration expressions,
+// subqueries and everything inside them, aggregations with a parameter
+// (topk, quantile, ...), grouping by __name__. A query is handed whole to
+// the engine when its data holds a native histogram, its storage read
+// fails, or a function gives two series the same labels once their
+// names are dropped (the engine merges those, or fails); its
+// histogram_quantile is left to the engine (over the pushed
+// aggregation) when buckets must be forced monotonic, whose annotation
+// the engine counts its own way. Options.NoPushdown turns it off.
 //
 // # Remote read
 //

@@ -40,6 +40,9 @@ type Options struct {
 	// RemoteRead are the remote_read endpoints read besides each query's
 	// Queryable (remoteread.go); nil reads none.
 	RemoteRead *RemoteRead
+	// NoPushdown turns the aggregation pushdown off (pushdown.go): every
+	// range query is evaluated by Prometheus' engine step by step.
+	NoPushdown bool
 	// RemoteQuery is hub mode (remotequery.go): while it has a remote
 	// API in force, every query is sent there instead; nil is local mode.
 	RemoteQuery *RemoteQuery
@@ -109,6 +112,11 @@ type Engine struct {
 	// minSplitRange is the shortest range a part gets (minRangePerPart;
 	// 0 in tests that split short ranges).
 	minSplitRange time.Duration
+	// features are the language features the engine runs with.
+	features features
+	// pushed and fellBack count the range queries the pushdown evaluated
+	// and those it handed back to the engine whole (tests read them).
+	pushed, fellBack atomic.Int64
 }
 
 // features are the PromQL language features an engine enables. The
@@ -136,7 +144,7 @@ func newEngine(opts Options, logger *slog.Logger, reg prometheus.Registerer, f f
 		maxLength: opts.MaxQueryLength,
 		maxDepth:  opts.MaxQueryDepth,
 	}
-	e := &Engine{opts: opts, parser: p, minSplitSteps: minStepsPerPart, minSplitRange: minRangePerPart}
+	e := &Engine{opts: opts, parser: p, minSplitSteps: minStepsPerPart, minSplitRange: minRangePerPart, features: f}
 	// Prometheus ties this to the global evaluation_interval (default 1m).
 	e.subqueryStepMs.Store(time.Minute.Milliseconds())
 	e.slots = newSlots(opts.MaxConcurrent)

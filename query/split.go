@@ -130,7 +130,10 @@ func (e *Engine) newSplitQuery(ctx context.Context, q storage.Queryable, opts pr
 		first, next := k*steps/n, (k+1)*steps/n
 		pstart, pend := start.Add(time.Duration(first)*step), start.Add(time.Duration(next-1)*step)
 		pq := e.withStepReads(q, qs, pstart, pend, step, e.lookback(opts))
-		p, err := e.parts.NewRangeQuery(ctx, pq, opts, qs, pstart, pend, step)
+		p, err := e.newPushdownQuery(ctx, nil, pq, opts, qs, pstart, pend, step)
+		if p == nil && err == nil {
+			p, err = e.parts.NewRangeQuery(ctx, pq, opts, qs, pstart, pend, step)
+		}
 		if err != nil {
 			sq.Close()
 			return nil, err

@@ -61,6 +61,9 @@ func (e *Engine) NewRangeQuery(ctx context.Context, q storage.Queryable, opts pr
 		}
 	}
 	q = e.withStepReads(q, qs, start, end, interval, e.lookback(opts))
+	if pq, err := e.newPushdownQuery(ctx, e.slots, q, opts, qs, start, end, interval); pq != nil || err != nil {
+		return withDeadline(pq, err)(deadline)
+	}
 	return withDeadline(e.Engine.NewRangeQuery(ctx, q, opts, qs, start, end, interval))(deadline)
 }
 

@@ -1,0 +1,956 @@
+package query
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/model/value"
+	"github.com/prometheus/prometheus/promql"
+	"github.com/prometheus/prometheus/promql/parser"
+	"github.com/prometheus/prometheus/schema"
+	"github.com/prometheus/prometheus/storage"
+	"github.com/prometheus/prometheus/tsdb/chunkenc"
+	"github.com/prometheus/prometheus/util/annotations"
+	"github.com/prometheus/prometheus/util/kahansum"
+	"github.com/prometheus/prometheus/util/stats"
+)
+
+// Aggregation pushdown. Prometheus' engine evaluates
+// `sum by (le) (rate(x[5m]))` step by step: at every step it copies each
+// series' window of samples into a buffer, calls rate, and hashes the
+// result into its group. The pushdown evaluates the shapes
+//
+//	agg by|without (...) (fn(sel[w]))   agg: sum, min, max, count, avg
+//	histogram_quantile(φ, agg ...)      (not with delayed name removal)
+//	fn(sel[w])                          (not with delayed name removal)
+//
+// in one pass per series over its samples: a window of two indices slides
+// along the steps, Prometheus' own function (promql.FunctionCalls[fn]) is
+// called on each window as the engine calls it (or, for max_over_time,
+// min_over_time and a rate or increase without a reset, its exact
+// constant-time equivalent: slidingExtreme, counterRate), and each result is folded
+// into its group as the engine's aggregation folds it (the same Kahan
+// summation, the same incremental mean, the same NaN rules for min and
+// max, series in the order the storage returns them, so that every float
+// operation happens in the same order). The results are handed back to
+// Prometheus' engine as precomputed series, one point per step (a stale
+// marker where a step has no value), read by a vector selector that
+// replaces the subexpression in the query text, padded to its length so
+// that the positions of every annotation stay where they were. The
+// enclosing expression (histogram_quantile, a binary operation) is still
+// Prometheus' engine's.
+//
+// Anything else runs as before: selectors with an offset, `@`, anchored or
+// smoothed, duration expressions, subqueries (and everything inside
+// one), aggregations with a parameter, and functions with more than the
+// range argument. A query whose data holds a native histogram sample, or
+// whose storage read fails, or whose function gives two series the same
+// labels once their names are dropped (which the engine merges, or
+// fails on), runs entirely on Prometheus' engine (the
+// fallback), so its answer, warnings and errors are the engine's own.
+
+// pushdownLabel is the label of the vector selector that stands for a
+// pushed-down subexpression; its value is the index of the subexpression.
+const pushdownLabel = "__pd"
+
+// pushdownFuncs are the range functions the pushdown evaluates: those of
+// one range argument whose result drops the metric name.
+var pushdownFuncs = map[string]bool{
+	"rate": true, "increase": true, "delta": true, "irate": true, "idelta": true,
+	"resets": true, "changes": true, "deriv": true,
+	"max_over_time": true, "min_over_time": true, "sum_over_time": true,
+	"count_over_time": true, "avg_over_time": true, "stddev_over_time": true,
+	"stdvar_over_time": true, "present_over_time": true,
+}
+
+// startTimestampFuncs are the functions the engine gives start timestamps
+// to when they are enabled.
+var startTimestampFuncs = map[string]bool{"rate": true, "irate": true, "increase": true, "resets": true}
+
+// pushedExpr is one subexpression the pushdown evaluates.
+type pushedExpr struct {
+	// hq is histogram_quantile(phi, agg) around agg, or nil.
+	hq   *parser.Call
+	phi  float64
+	agg  *parser.AggregateExpr // nil: the bare function
+	call *parser.Call
+	ms   *parser.MatrixSelector
+	vs   *parser.VectorSelector
+	fn   promql.FunctionCall
+
+	// result is what the vector selector standing for it reads; with
+	// hq, aggResult is the aggregation's, which the aggOnly text reads.
+	result, aggResult []storage.Series
+	// hqAnnos are the annotations of histogram_quantile; forced tells
+	// that it forced some buckets monotonic.
+	hqAnnos annotations.Annotations
+	forced  bool
+}
+
+// pushdownPlan finds the subexpressions of expr (parsed from qs) the
+// pushdown evaluates and returns qs with each replaced by its selector
+// (full), and the same with histogram_quantile left to the engine
+// around each pushed aggregation it holds (aggOnly, the text run when a
+// histogram needs its buckets forced monotonic: see histogramQuantile).
+// ok is false when there is nothing to push down.
+func pushdownPlan(qs string, expr parser.Expr, delayedNameRemoval bool) (full, aggOnly string, exprs []*pushedExpr, ok bool) {
+	var found []*pushedExpr
+	var walk func(n parser.Node)
+	walk = func(n parser.Node) {
+		switch n := n.(type) {
+		case *parser.SubqueryExpr:
+			return // its steps are its own
+		case *parser.AggregateExpr:
+			if p := matchAggregate(n); p != nil {
+				found = append(found, p)
+				return
+			}
+		case *parser.Call:
+			if p := matchHistogramQuantile(n); p != nil && !delayedNameRemoval {
+				found = append(found, p)
+				return
+			}
+			if p := matchCall(n); p != nil && !delayedNameRemoval {
+				found = append(found, p)
+				return
+			}
+		}
+		for _, c := range parser.Children(n) {
+			walk(c)
+		}
+	}
+	walk(expr)
+	var bf, ba strings.Builder
+	at := 0
+	fits := func(e parser.Expr, sel string) bool {
+		r := e.PositionRange()
+		start, end := int(r.Start), int(r.End)
+		return start >= at && end <= len(qs) && end-start >= len(sel)+1 && sameExpr(qs[start:end], e)
+	}
+	write := func(b *strings.Builder, e parser.Expr, sel string, from int) {
+		r := e.PositionRange()
+		b.WriteString(qs[from:r.Start])
+		b.WriteString(sel)
+		b.WriteString(strings.Repeat(" ", int(r.End-r.Start)-len(sel)-1))
+		b.WriteString("}")
+	}
+	for _, p := range found {
+		sel := `{` + pushdownLabel + `="` + strconv.Itoa(len(exprs)) + `"`
+		var inner parser.Expr = p.call
+		if p.agg != nil {
+			inner = p.agg
+		}
+		if !fits(inner, sel) {
+			continue
+		}
+		if p.hq != nil && !fits(p.hq, sel) {
+			p.hq = nil
+		}
+		outer := inner
+		if p.hq != nil {
+			outer = p.hq
+		}
+		write(&bf, outer, sel, at)
+		write(&ba, inner, sel, at)
+		if p.hq != nil {
+			// The aggregation inside histogram_quantile, then the
+			// rest of histogram_quantile up to its end.
+			ba.WriteString(qs[inner.PositionRange().End:p.hq.PositionRange().End])
+		}
+		at = int(outer.PositionRange().End)
+		exprs = append(exprs, p)
+	}
+	if len(exprs) == 0 {
+		return qs, qs, nil, false
+	}
+	bf.WriteString(qs[at:])
+	ba.WriteString(qs[at:])
+	return bf.String(), ba.String(), exprs, true
+}
+
+// sameExpr reports whether text parses to e: the positions the parser
+// gave are those of the text.
+func sameExpr(text string, e parser.Expr) bool {
+	got, err := parser.NewParser(parser.Options{}).ParseExpr(text)
+	return err == nil && got.String() == e.String()
+}
+
+func matchAggregate(a *parser.AggregateExpr) *pushedExpr {
+	switch a.Op {
+	case parser.SUM, parser.MIN, parser.MAX, parser.COUNT, parser.AVG:
+	default:
+		return nil
+	}
+	if a.Param != nil {
+		return nil
+	}
+	if !a.Without {
+		for _, g := range a.Grouping {
+			if schema.IsMetadataLabel(g) {
+				return nil // the name of a function's result
+			}
+		}
+	}
+	inner := a.Expr
+	for {
+		p, ok := inner.(*parser.ParenExpr)
+		if !ok {
+			break
+		}
+		inner = p.Expr
+	}
+	c, ok := inner.(*parser.Call)
+	if !ok {
+		return nil
+	}
+	p := matchCall(c)
+	if p == nil {
+		return nil
+	}
+	p.agg = a
+	return p
+}
+
+// matchHistogramQuantile matches histogram_quantile(phi, agg) of a
+// pushed aggregation and a number 0 <= phi <= 1.
+func matchHistogramQuantile(c *parser.Call) *pushedExpr {
+	if c.Func == nil || c.Func.Name != "histogram_quantile" || len(c.Args) != 2 {
+		return nil
+	}
+	num, ok := unparen(c.Args[0]).(*parser.NumberLiteral)
+	if !ok || math.IsNaN(num.Val) || num.Val < 0 || num.Val > 1 {
+		return nil // the engine warns at each step
+	}
+	a, ok := unparen(c.Args[1]).(*parser.AggregateExpr)
+	if !ok {
+		return nil
+	}
+	p := matchAggregate(a)
+	if p == nil {
+		return nil
+	}
+	p.hq, p.phi = c, num.Val
+	return p
+}
+
+func unparen(e parser.Expr) parser.Expr {
+	for {
+		p, ok := e.(*parser.ParenExpr)
+		if !ok {
+			return e
+		}
+		e = p.Expr
+	}
+}
+
+func matchCall(c *parser.Call) *pushedExpr {
+	if c.Func == nil || !pushdownFuncs[c.Func.Name] || len(c.Args) != 1 {
+		return nil
+	}
+	ms, ok := c.Args[0].(*parser.MatrixSelector)
+	if !ok || ms.RangeExpr != nil || ms.Range <= 0 {
+		return nil
+	}
+	vs, ok := ms.VectorSelector.(*parser.VectorSelector)
+	if !ok || vs.OriginalOffset != 0 || vs.OriginalOffsetExpr != nil || vs.Offset != 0 ||
+		vs.Timestamp != nil || vs.StartOrEnd != 0 || vs.Anchored || vs.Smoothed {
+		return nil
+	}
+	fn, ok := promql.FunctionCalls[c.Func.Name]
+	if !ok {
+		return nil
+	}
+	return &pushedExpr{call: c, ms: ms, vs: vs, fn: fn}
+}
+
+// pushdownQuery is a range query whose pushed subexpressions are
+// evaluated before Prometheus' engine runs the rest (pushed), or, when
+// the data needs it, the original query on the engine (orig).
+type pushdownQuery struct {
+	e          *Engine
+	slots      *slots // nil: a part of a split query, which holds the slot
+	qs         string
+	inner      storage.Queryable
+	exprs      []*pushedExpr
+	start, end int64
+	step       int64
+	lookback   time.Duration
+	useST      bool
+	delayed    bool
+
+	orig, pushed promql.Query
+	// aggOnly leaves histogram_quantile to the engine (nil: no pushed
+	// histogram_quantile); useAggOnly is set when it runs.
+	aggOnly    promql.Query
+	useAggOnly bool
+	ran        promql.Query
+	// mu guards cancel, which Cancel calls to end the evaluation.
+	mu       sync.Mutex
+	cancel   context.CancelFunc
+	canceled bool
+}
+
+// newPushdownQuery returns a pushdown query for qs over q, or nil when
+// nothing in qs is pushed down.
+func (e *Engine) newPushdownQuery(ctx context.Context, s *slots, q storage.Queryable, opts promql.QueryOpts, qs string, start, end time.Time, step time.Duration) (promql.Query, error) {
+	if e.opts.NoPushdown || step <= 0 {
+		return nil, nil
+	}
+	expr, err := e.parser.ParseExpr(qs)
+	if err != nil {
+		return nil, nil
+	}
+	rewritten, aggOnly, exprs, ok := pushdownPlan(qs, expr, e.features.delayedNameRemoval)
+	if !ok {
+		return nil, nil
+	}
+	useST := e.features.startTimestamps
+	if opts != nil && opts.UseStartTimestamps() != nil {
+		useST = *opts.UseStartTimestamps()
+	}
+	pq := &pushdownQuery{
+		e: e, slots: s, qs: qs, inner: q, exprs: exprs,
+		start: start.UnixMilli(), end: end.UnixMilli(), step: step.Milliseconds(),
+		lookback: e.lookback(opts), useST: useST, delayed: e.features.delayedNameRemoval,
+	}
+	if pq.orig, err = e.parts.NewRangeQuery(ctx, q, opts, qs, start, end, step); err != nil {
+		return nil, err
+	}
+	if pq.pushed, err = e.parts.NewRangeQuery(ctx, pushdownQueryable{q: q, pq: pq}, opts, rewritten, start, end, step); err != nil {
+		pq.orig.Close()
+		return nil, nil // the engine refused the rewritten text: run as before
+	}
+	if aggOnly != rewritten {
+		if pq.aggOnly, err = e.parts.NewRangeQuery(ctx, pushdownQueryable{q: q, pq: pq}, opts, aggOnly, start, end, step); err != nil {
+			pq.orig.Close()
+			pq.pushed.Close()
+			return nil, nil
+		}
+	}
+	return pq, nil
+}
+
+func (pq *pushdownQuery) Exec(ctx context.Context) *promql.Result {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	pq.mu.Lock()
+	pq.cancel = cancel
+	if pq.canceled {
+		cancel()
+	}
+	pq.mu.Unlock()
+	if pq.slots != nil {
+		ctx2, cancel := context.WithTimeout(ctx, pq.e.opts.Timeout)
+		defer cancel()
+		if _, err := pq.slots.Insert(ctx2, pq.qs); err != nil {
+			return &promql.Result{Err: err}
+		}
+		defer pq.slots.Delete(0)
+	}
+	annos, ok := pq.evaluate(ctx)
+	if !ok {
+		pq.e.fellBack.Add(1)
+		pq.ran = pq.orig
+		return pq.orig.Exec(ctx)
+	}
+	pq.e.pushed.Add(1)
+	pq.ran = pq.pushed
+	for _, p := range pq.exprs {
+		if p.forced {
+			// The engine's annotation of forced buckets counts its
+			// own way (see histogramQuantile): its histogram_quantile.
+			pq.useAggOnly, pq.ran = true, pq.aggOnly
+		}
+	}
+	if !pq.useAggOnly {
+		for _, p := range pq.exprs {
+			annos.Merge(p.hqAnnos)
+		}
+	}
+	res := pq.ran.Exec(ctx)
+	res.Warnings = annos.Merge(res.Warnings)
+	return res
+}
+
+// evaluate computes every pushed subexpression; ok is false when the
+// query must run on the engine instead.
+func (pq *pushdownQuery) evaluate(ctx context.Context) (annotations.Annotations, bool) {
+	mint, maxt := pq.end, pq.end
+	for _, p := range pq.exprs {
+		mint = min(mint, pq.start-p.ms.Range.Milliseconds()+1)
+	}
+	q, err := pq.inner.Querier(mint, maxt)
+	if err != nil {
+		return nil, false
+	}
+	defer q.Close()
+	var annos annotations.Annotations
+	for _, p := range pq.exprs {
+		a, ok := pq.evaluateOne(ctx, q, p)
+		if !ok {
+			return nil, false
+		}
+		annos.Merge(a)
+	}
+	return annos, true
+}
+
+// floatSeries is one input series' samples, stale markers dropped.
+type floatSeries struct {
+	lset labels.Labels
+	pts  []promql.FPoint
+	sts  []int64
+}
+
+// aggState is one group's aggregation at one step (the engine's
+// groupedAggregation, floats only).
+type aggState struct {
+	value, mean, kahanC, count float64
+	seen, incrementalMean      bool
+}
+
+func (pq *pushdownQuery) evaluateOne(ctx context.Context, q storage.Querier, p *pushedExpr) (annotations.Annotations, bool) {
+	rng := p.ms.Range.Milliseconds()
+	hints := &storage.SelectHints{
+		Start: pq.start - rng + 1,
+		End:   pq.end,
+		Step:  pq.step,
+		Range: rng,
+		Func:  p.call.Func.Name,
+	}
+	set := q.Select(ctx, false, hints, p.vs.LabelMatchers...)
+	var annos annotations.Annotations
+	numSteps := int((pq.end-pq.start)/pq.step) + 1
+	withST := pq.useST && startTimestampFuncs[p.call.Func.Name]
+
+	// The engine's grouping (rangeEvalAgg).
+	var grouping []string
+	if p.agg != nil {
+		grouping = slices.Clone(p.agg.Grouping)
+		slices.Sort(grouping)
+	}
+	groupIndex := make(map[uint64]int)
+	var groupLabels []labels.Labels
+	var states [][]aggState // per group, per step
+	var out []stepValues
+	seenLabels := make(map[string]bool)
+
+	values := make([]float64, numSteps)
+	has := make([]bool, numSteps)
+	inMatrix := make(promql.Matrix, 1)
+	enh := &promql.EvalNodeHelper{Out: make(promql.Vector, 0, 1), LookbackDelta: pq.lookback}
+	var vectorVals []promql.Vector
+	var fs floatSeries
+	var it chunkenc.Iterator
+	var buf []byte
+	isRate := p.call.Func.Name == "rate" || p.call.Func.Name == "increase"
+	extreme := p.call.Func.Name == "max_over_time" || p.call.Func.Name == "min_over_time"
+	ext := slidingExtreme{max: p.call.Func.Name == "max_over_time"}
+	// rate and increase of a window without a counter reset (and
+	// without start timestamps) in constant time: see counterRate.
+	counter := isRate && !withST
+	cr := counterRate{isRate: p.call.Func.Name == "rate", rangeMs: rng, rangeSeconds: p.ms.Range.Seconds()}
+	var resets []int32
+
+	for set.Next() {
+		s := set.At()
+		fs.lset = s.Labels()
+		fs.pts, fs.sts = fs.pts[:0], fs.sts[:0]
+		it = s.Iterator(it)
+		for vt := it.Next(); vt != chunkenc.ValNone; vt = it.Next() {
+			if vt != chunkenc.ValFloat {
+				return nil, false // native histograms: the engine's
+			}
+			t, f := it.At()
+			if value.IsStaleNaN(f) || t < hints.Start || t > hints.End {
+				continue
+			}
+			fs.pts = append(fs.pts, promql.FPoint{T: t, F: f})
+			if withST {
+				fs.sts = append(fs.sts, it.AtST())
+			}
+		}
+		if it.Err() != nil {
+			return nil, false
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, false
+		}
+		inMatrix[0].Metric = fs.lset
+		points := 0
+		lo, hi := 0, 0
+		ext.reset()
+		if counter {
+			resets = countResets(resets, fs.pts)
+		}
+		for k := range numSteps {
+			has[k] = false
+			ts := pq.start + int64(k)*pq.step
+			for hi < len(fs.pts) && fs.pts[hi].T <= ts {
+				if extreme {
+					ext.push(fs.pts, hi)
+				}
+				hi++
+			}
+			for lo < hi && fs.pts[lo].T <= ts-rng {
+				lo++
+			}
+			if lo == hi {
+				continue
+			}
+			if extreme {
+				if f, ok := ext.at(fs.pts, lo); ok {
+					values[k], has[k] = f, true
+					points++
+					continue
+				}
+			}
+			if counter && resets[hi-1] == resets[lo] {
+				if hi-lo < 2 {
+					continue // one sample: no rate
+				}
+				values[k], has[k] = cr.at(fs.pts[lo], fs.pts[hi-1], hi-lo-1, ts), true
+				points++
+				continue
+			}
+			inMatrix[0].Floats = fs.pts[lo:hi]
+			enh.Ts = ts
+			enh.StartTimestamps = nil
+			if withST {
+				enh.StartTimestamps = &promql.StartTimestamps{Floats: fs.sts[lo:hi]}
+			}
+			outVec, a := p.fn(vectorVals, inMatrix, p.call.Args, enh)
+			annos.Merge(a)
+			enh.Out = outVec[:0]
+			if len(outVec) > 0 {
+				if outVec[0].H != nil {
+					return nil, false
+				}
+				values[k], has[k] = outVec[0].F, true
+				points++
+			}
+		}
+		if points == 0 {
+			continue
+		}
+		if isRate {
+			if name := fs.lset.Get(labels.MetricName); name != "" &&
+				!strings.HasSuffix(name, "_total") && !strings.HasSuffix(name, "_sum") &&
+				!strings.HasSuffix(name, "_count") && !strings.HasSuffix(name, "_bucket") {
+				annos.Add(annotations.NewPossibleNonCounterInfo(name, p.call.Args[0].PositionRange()))
+			}
+		}
+		// The function's result labels, as the engine gives them.
+		metric := fs.lset
+		if !pq.delayed {
+			metric = metric.DropReserved(schema.IsMetadataLabel)
+		}
+		if !pq.delayed {
+			// The engine merges the results of series whose labels
+			// are the same without their names, or fails when they
+			// overlap: its answer, not the pushdown's.
+			buf = metric.Bytes(buf)
+			if seenLabels[string(buf)] {
+				return nil, false
+			}
+			seenLabels[string(buf)] = true
+		}
+		if p.agg == nil {
+			out = append(out, stepValues{metric, slices.Clone(values), slices.Clone(has)})
+			continue
+		}
+		var key uint64
+		switch {
+		case p.agg.Without:
+			key, buf = metric.HashWithoutLabels(buf, grouping...)
+		case len(grouping) > 0:
+			key, buf = metric.HashForLabels(buf, grouping...)
+		}
+		g, ok := groupIndex[key]
+		if !ok {
+			g = len(groupLabels)
+			groupIndex[key] = g
+			groupLabels = append(groupLabels, groupingLabels(metric, p.agg.Without, grouping))
+			states = append(states, make([]aggState, numSteps))
+		}
+		fold(p.agg.Op, states[g], values, has)
+	}
+	if set.Err() != nil {
+		return nil, false
+	}
+	annos.Merge(set.Warnings())
+	if p.agg != nil {
+		for g, lset := range groupLabels {
+			st := states[g]
+			for k := range st {
+				values[k], has[k] = final(p.agg.Op, &st[k]), st[k].seen
+			}
+			out = append(out, stepValues{lset, slices.Clone(values), slices.Clone(has)})
+		}
+	}
+	p.result = pq.precomputed(out)
+	if p.hq != nil {
+		p.aggResult = p.result
+		p.hqAnnos = nil
+		hq, forced := pq.histogramQuantile(p, out, &p.hqAnnos)
+		p.result, p.forced = pq.precomputed(hq), forced
+	}
+	return annos, true
+}
+
+func (pq *pushdownQuery) precomputed(in []stepValues) []storage.Series {
+	out := make([]storage.Series, len(in))
+	for i, sv := range in {
+		out[i] = precomputed(sv.lset, sv.values, sv.has, pq.start, pq.step)
+	}
+	return out
+}
+
+// stepValues is one result series: its value at each step that has one.
+type stepValues struct {
+	lset   labels.Labels
+	values []float64
+	has    []bool
+}
+
+// histogramQuantile is the engine's histogram_quantile (of classic
+// buckets: the aggregation's results are floats) at every step, over
+// the series in the order the engine's vector holds them: the buckets of
+// a histogram in that order, so that sorting and coalescing them does
+// the same float operations.
+//
+// When some buckets had to be forced monotonic it reports forced: the
+// engine's annotation then counts the steps in a way that depends on how
+// its annotations are merged step by step (Prometheus v0.316.0 gives
+// 1, 4, 10, 22, 46... for 1, 2, 3, 4, 5 steps), so the query runs the
+// aggOnly text, whose histogram_quantile is the engine's.
+func (pq *pushdownQuery) histogramQuantile(p *pushedExpr, in []stepValues, annos *annotations.Annotations) (_ []stepValues, forced bool) {
+	type histogram struct {
+		metric  labels.Labels
+		buckets promql.Buckets
+		out     stepValues
+		seen    bool
+	}
+	var hs []*histogram
+	bySig := make(map[string]*histogram)
+	of := make([]*histogram, len(in)) // nil: a bad le label
+	ub := make([]float64, len(in))
+	var buf []byte
+	for i, sv := range in {
+		le := sv.lset.Get(labels.BucketLabel)
+		f, err := strconv.ParseFloat(le, 64)
+		if err != nil || math.IsNaN(f) {
+			if slices.Contains(sv.has, true) {
+				annos.Add(annotations.NewBadBucketLabelWarning("", le, p.hq.Args[1].PositionRange()))
+			}
+			continue
+		}
+		ub[i] = f
+		buf = sv.lset.BytesWithoutLabels(buf, labels.BucketLabel)
+		h := bySig[string(buf)]
+		if h == nil {
+			metric := labels.NewBuilder(sv.lset).Del(labels.BucketLabel).Labels().DropReserved(schema.IsMetadataLabel)
+			h = &histogram{metric: metric}
+			bySig[string(buf)] = h
+			hs = append(hs, h)
+		}
+		of[i] = h
+	}
+	numSteps := int((pq.end-pq.start)/pq.step) + 1
+	for _, h := range hs {
+		h.out = stepValues{h.metric, make([]float64, numSteps), make([]bool, numSteps)}
+	}
+	for k := range numSteps {
+		for _, h := range hs {
+			h.buckets = h.buckets[:0]
+		}
+		for i, sv := range in {
+			if of[i] != nil && sv.has[k] {
+				of[i].buckets = append(of[i].buckets, promql.Bucket{UpperBound: ub[i], Count: sv.values[k]})
+			}
+		}
+		for _, h := range hs {
+			if len(h.buckets) == 0 {
+				continue
+			}
+			q, forcedHere, _, _, _, _ := promql.BucketQuantile(p.phi, h.buckets)
+			forced = forced || forcedHere
+			h.out.values[k], h.out.has[k] = q, true
+			h.seen = true
+		}
+	}
+	out := make([]stepValues, 0, len(hs))
+	for _, h := range hs {
+		if h.seen {
+			out = append(out, h.out)
+		}
+	}
+	return out, forced
+}
+
+// countResets returns, for each point, how many counter resets (a value
+// below the one before it, as extrapolatedRate counts them) happened up
+// to it.
+func countResets(dst []int32, pts []promql.FPoint) []int32 {
+	dst = slices.Grow(dst[:0], len(pts))[:len(pts)]
+	var n int32
+	for i := range pts {
+		if i > 0 && pts[i].F < pts[i-1].F {
+			n++
+		}
+		dst[i] = n
+	}
+	return dst
+}
+
+// counterRate is Prometheus' extrapolatedRate (v0.316.0, functions.go)
+// of a float window without a counter reset, no start timestamps, no
+// offset and no anchored or smoothed selector: then its reset loop adds
+// nothing, and the result depends only on the first and last samples and
+// how many there are. The float operations are the function's, in its
+// order (none is a multiply-add a compiler could fuse);
+// TestCounterRate checks it bit for bit against the function.
+type counterRate struct {
+	isRate       bool
+	rangeMs      int64
+	rangeSeconds float64
+}
+
+// at is the rate (increase) at ts of a window from first to last with
+// numSamplesMinusOne+1 samples, numSamplesMinusOne >= 1.
+func (c counterRate) at(first, last promql.FPoint, numSamplesMinusOne int, ts int64) float64 {
+	rangeStart, rangeEnd := ts-c.rangeMs, ts
+	resultFloat := last.F - first.F
+	durationToStart := float64(first.T-rangeStart) / 1000
+	durationToEnd := float64(rangeEnd-last.T) / 1000
+	sampledInterval := float64(last.T-first.T) / 1000
+	averageDurationBetweenSamples := sampledInterval / float64(numSamplesMinusOne)
+	extrapolationThreshold := averageDurationBetweenSamples * 1.1
+	if durationToStart >= extrapolationThreshold {
+		durationToStart = averageDurationBetweenSamples / 2
+	}
+	durationToZero := durationToStart
+	if resultFloat > 0 && first.F >= 0 {
+		durationToZero = sampledInterval * (first.F / resultFloat)
+	}
+	if durationToZero < durationToStart {
+		durationToStart = durationToZero
+	}
+	if durationToEnd >= extrapolationThreshold {
+		durationToEnd = averageDurationBetweenSamples / 2
+	}
+	factor := 1.0
+	if sampledInterval != 0 {
+		factor = (sampledInterval + durationToStart + durationToEnd) / sampledInterval
+	}
+	if c.isRate {
+		factor /= c.rangeSeconds
+	}
+	return resultFloat * factor
+}
+
+// slidingExtreme is max_over_time (or min_over_time) of a sliding
+// window in amortized constant time per step, with the answer of
+// Prometheus' function: the largest (smallest) value that is not NaN,
+// the earliest of equal ones (0 and -0 are equal; the function keeps the
+// first). A window of NaNs only is left to the function (ok false).
+type slidingExtreme struct {
+	max bool
+	// idx[head:] are indices of points not NaN, ascending; their values
+	// descend (max) or ascend (min), equal ones kept in order.
+	idx  []int
+	head int
+}
+
+func (s *slidingExtreme) reset() { s.idx, s.head = s.idx[:0], 0 }
+
+// push adds point i, the newest.
+func (s *slidingExtreme) push(pts []promql.FPoint, i int) {
+	f := pts[i].F
+	if math.IsNaN(f) {
+		return
+	}
+	for n := len(s.idx); n > s.head; n = len(s.idx) {
+		b := pts[s.idx[n-1]].F
+		if (s.max && b < f) || (!s.max && b > f) {
+			s.idx = s.idx[:n-1]
+			continue
+		}
+		break
+	}
+	s.idx = append(s.idx, i)
+}
+
+// at drops the points before lo and returns the window's extreme.
+func (s *slidingExtreme) at(pts []promql.FPoint, lo int) (float64, bool) {
+	for s.head < len(s.idx) && s.idx[s.head] < lo {
+		s.head++
+	}
+	if s.head == len(s.idx) {
+		return 0, false
+	}
+	return pts[s.idx[s.head]].F, true
+}
+
+// groupingLabels are an aggregation's output labels (the engine's
+// generateGroupingLabels).
+func groupingLabels(metric labels.Labels, without bool, grouping []string) labels.Labels {
+	switch {
+	case without:
+		b := labels.NewBuilder(metric)
+		b.Del(grouping...)
+		schema.Metadata{}.SetToLabels(b)
+		return b.Labels()
+	case len(grouping) > 0:
+		return labels.NewBuilder(metric).Keep(grouping...).Labels()
+	default:
+		return labels.EmptyLabels()
+	}
+}
+
+// fold adds one series' values to its group's states, step by step, as
+// the engine's aggregation does.
+func fold(op parser.ItemType, st []aggState, values []float64, has []bool) {
+	for k, ok := range has {
+		if !ok {
+			continue
+		}
+		f, g := values[k], &st[k]
+		if !g.seen {
+			*g = aggState{seen: true, value: f, mean: f, count: 1}
+			continue
+		}
+		switch op {
+		case parser.SUM:
+			g.value, g.kahanC = kahansum.Inc(f, g.value, g.kahanC)
+		case parser.AVG:
+			g.count++
+			if !g.incrementalMean {
+				newV, newC := kahansum.Inc(f, g.value, g.kahanC)
+				if !math.IsInf(newV, 0) {
+					g.value, g.kahanC = newV, newC
+					break
+				}
+				g.incrementalMean = true
+				g.mean = g.value / (g.count - 1)
+				g.kahanC /= g.count - 1
+			}
+			q := (g.count - 1) / g.count
+			g.mean, g.kahanC = kahansum.Inc(f/g.count, q*g.mean, q*g.kahanC)
+		case parser.MAX:
+			if g.value < f || math.IsNaN(g.value) {
+				g.value = f
+			}
+		case parser.MIN:
+			if g.value > f || math.IsNaN(g.value) {
+				g.value = f
+			}
+		case parser.COUNT:
+			g.count++
+		}
+	}
+}
+
+// final is a group's value at a step (the end of the engine's
+// aggregation).
+func final(op parser.ItemType, g *aggState) float64 {
+	switch op {
+	case parser.SUM:
+		return g.value + g.kahanC
+	case parser.AVG:
+		if g.incrementalMean {
+			return g.mean + g.kahanC
+		}
+		return g.value/g.count + g.kahanC/g.count
+	case parser.COUNT:
+		return g.count
+	}
+	return g.value
+}
+
+// precomputed is a precomputed series: a point at every step with a
+// value, a stale marker at every other.
+func precomputed(lset labels.Labels, values []float64, has []bool, start, step int64) storage.Series {
+	pts := make([]promql.FPoint, len(values))
+	for k := range values {
+		pts[k] = promql.FPoint{T: start + int64(k)*step, F: values[k]}
+		if !has[k] {
+			pts[k].F = math.Float64frombits(value.StaleNaN)
+		}
+	}
+	return promql.NewStorageSeries(promql.Series{Metric: lset, Floats: pts})
+}
+
+func (pq *pushdownQuery) query() promql.Query {
+	if pq.ran != nil {
+		return pq.ran
+	}
+	return pq.orig
+}
+
+func (pq *pushdownQuery) Close() {
+	pq.orig.Close()
+	pq.pushed.Close()
+	if pq.aggOnly != nil {
+		pq.aggOnly.Close()
+	}
+}
+
+func (pq *pushdownQuery) Statement() parser.Statement { return pq.orig.Statement() }
+func (pq *pushdownQuery) Stats() *stats.Statistics    { return pq.query().Stats() }
+func (pq *pushdownQuery) Cancel() {
+	pq.mu.Lock()
+	pq.canceled = true
+	if pq.cancel != nil {
+		pq.cancel()
+	}
+	pq.mu.Unlock()
+	pq.orig.Cancel()
+	pq.pushed.Cancel()
+	if pq.aggOnly != nil {
+		pq.aggOnly.Cancel()
+	}
+}
+func (pq *pushdownQuery) String() string { return pq.qs }
+
+// pushdownQueryable serves the pushed subexpressions' results to the
+// rewritten query, and every other selector from q.
+type pushdownQueryable struct {
+	q  storage.Queryable
+	pq *pushdownQuery
+}
+
+func (p pushdownQueryable) Querier(mint, maxt int64) (storage.Querier, error) {
+	q, err := p.q.Querier(mint, maxt)
+	if err != nil {
+		return nil, err
+	}
+	return pushdownQuerier{Querier: q, pq: p.pq}, nil
+}
+
+type pushdownQuerier struct {
+	storage.Querier
+	pq *pushdownQuery
+}
+
+func (q pushdownQuerier) Select(ctx context.Context, sortSeries bool, hints *storage.SelectHints, ms ...*labels.Matcher) storage.SeriesSet {
+	if len(ms) == 1 && ms[0].Name == pushdownLabel && ms[0].Type == labels.MatchEqual {
+		i, err := strconv.Atoi(ms[0].Value)
+		if err != nil || i < 0 || i >= len(q.pq.exprs) {
+			return storage.ErrSeriesSet(fmt.Errorf("pushdown: no subexpression %q", ms[0].Value))
+		}
+		p := q.pq.exprs[i]
+		if q.pq.useAggOnly && p.hq != nil {
+			return &listSeriesSet{series: p.aggResult, i: -1}
+		}
+		return &listSeriesSet{series: p.result, i: -1}
+	}
+	return q.Querier.Select(ctx, sortSeries, hints, ms...)
+}
