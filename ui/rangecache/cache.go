@@ -300,6 +300,9 @@ func parseRequest(r *http.Request, defLookback time.Duration) (*request, bool) {
 	if err := r.ParseForm(); err != nil {
 		return nil, false
 	}
+	if r.Form.Get("nocache") == "1" {
+		return nil, false // VictoriaMetrics' parameter for "do not use the cache"
+	}
 	for k := range r.Form {
 		if !knownParams[k] {
 			return nil, false

@@ -231,6 +231,27 @@ func TestUncacheableRequestsPassThrough(t *testing.T) {
 	require.Zero(t, f.cache.Stats().Requests)
 }
 
+// nocache=1, VictoriaMetrics' parameter: evaluated whole every time, as if
+// the cache were not there.
+func TestNoCacheParameter(t *testing.T) {
+	f := newFixture(t)
+	end := f.now.Truncate(time.Minute)
+	path := fmt.Sprintf("/api/v1/query_range?query=queue&start=%d&end=%d&step=60&nocache=1", end.Add(-time.Hour).Unix(), end.Unix())
+	var bodies []string
+	for range 2 {
+		rec := httptest.NewRecorder()
+		f.cached.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+		require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+		bodies = append(bodies, rec.Body.String())
+	}
+	require.Equal(t, bodies[0], bodies[1])
+	require.Contains(t, bodies[0], `"resultType":"matrix"`)
+	require.Zero(t, f.cache.Stats().Requests, "nocache=1 goes past the cache")
+	// Without it, the same request is counted (and kept).
+	f.same("queue", time.Hour, time.Minute)
+	require.NotZero(t, f.cache.Stats().Requests)
+}
+
 // A late sample that arrives while nobody asks, its rollups redone
 // before the next request: the entries from before it are gone.
 func TestLateSampleWhileIdle(t *testing.T) {

@@ -37,6 +37,10 @@
 //     samples (@, negative offsets) and subqueries are not cached, nor
 //     requests with parameters the cache does not know (stats, limit).
 //
+// A request with nocache=1 (VictoriaMetrics' parameter of the same
+// meaning) is evaluated whole and its answer not kept: benchmarks and
+// users who time the engine ask with it.
+//
 // Reset drops everything (the appliance calls it on every reload). Memory is
 // bounded by Options.MaxBytes, least recently used entries going first.
 package rangecache
