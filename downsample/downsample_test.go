@@ -541,7 +541,9 @@ func TestLateCommitDuringFlushIsRolledUp(t *testing.T) {
 
 	// New samples (between the existing ones) in every minute of an hour
 	// that is rolled up already, committed by "someone else" just after
-	// the next pass's flush.
+	// the next pass's flush: a minute later, when the pass reads raw
+	// again (a pass with nothing to roll up does not flush).
+	now.Set(now.Now().Add(time.Minute))
 	store.after = func() {
 		app := db.AppenderV2(context.Background())
 		g := labels.FromStrings("__name__", "queue_depth", "job", "vllm")
