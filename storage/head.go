@@ -32,9 +32,10 @@ import (
 // flushed for headFlushAfter) closes the current generation, writes it to
 // VictoriaMetrics (HeadBatchWrites), calls DebugFlush and then marks
 // the closed generation flushed: its samples are searchable in
-// VictoriaMetrics and the head stops returning them. A Commit adds its rows
-// to the head after AddRows returned, so a row of a closed generation was
-// given to VictoriaMetrics before the DebugFlush that followed the close.
+// VictoriaMetrics and the head stops returning them. With HeadBatchWrites
+// off a Commit adds its rows to the head after AddRows returned, so a row
+// of a closed generation was given to VictoriaMetrics before the
+// DebugFlush that followed the close; with it on the flush writes them.
 // Flushes are serialized, so when generation g is current every generation
 // up to g-2 is flushed: a series keeps at most two generations of samples.
 // A series' entry (its buffers, its place in byName) outlives its samples
