@@ -147,6 +147,10 @@ type Downsampler struct {
 	// pending are progress records not yet old enough to save.
 	pending []pendingRecord
 
+	// unflushed says that rollups wrote rows the store has not been
+	// flushed since (Step).
+	unflushed bool
+
 	lateMu sync.Mutex
 	late   []span
 	// passes counts the passes that ended without an error (Passes).
@@ -246,18 +250,28 @@ func (d *Downsampler) Run(ctx context.Context) error {
 // Step runs one pass: it takes in late data, rolls every finished window
 // up into 1m and then 5m, rolls dirty windows up again, and saves the
 // progress that is old enough to be on disk.
+//
+// It flushes the store (storage.DB.Flush: the raw tier's head written to
+// VictoriaMetrics, every tier made searchable) only before it reads raw
+// and after a tier got rows: each flush that hands VictoriaMetrics rows
+// costs a fresh 8 MiB row buffer per store, and a pass that rolls nothing
+// up (three of four at the default 15 s interval) reads and writes
+// nothing. Raw samples are queryable without a flush (the head), and the
+// head flushes itself when nothing flushed it for 30 s.
 func (d *Downsampler) Step(ctx context.Context) error {
 	// Late raw rows reported by OnLateCommit must be searchable before
-	// they are rolled up again. Commit reports rows after VictoriaMetrics
-	// took them, so flushing after taking the reports covers every
-	// reported row; flushing before would miss the rows of a commit that
-	// reports between the flush and absorbLate, whose span would then be
-	// rolled up without them and counted as done (bench/tiers found such
+	// they are rolled up again. Commit reports rows after the head took
+	// them, so flushing after taking the reports covers every reported
+	// row; flushing before would miss the rows of a commit that reports
+	// between the flush and absorbLate, whose span would then be rolled
+	// up without them and counted as done (bench/tiers found such
 	// 40-minute gaps in the 1m tier during a backfill).
 	if err := d.absorbLate(); err != nil {
 		return err
 	}
-	d.store.Flush()
+	if len(d.dirty[storage.Tier1m]) > 0 {
+		d.store.Flush()
+	}
 	var errs error
 	for _, t := range rollupTiers {
 		before := d.wm[t]
@@ -269,8 +283,12 @@ func (d *Downsampler) Step(ctx context.Context) error {
 			errs = err
 			break
 		}
-		// The next tier reads what this one wrote.
-		d.store.Flush()
+		// The next tier and queries up to the watermark read what this
+		// one wrote.
+		if d.unflushed {
+			d.store.Flush()
+			d.unflushed = false
+		}
 		d.store.SetRolledUpTo(t, time.UnixMilli(d.wm[t]))
 		d.compactMonths(t)
 	}
@@ -428,6 +446,9 @@ func (d *Downsampler) rollup(ctx context.Context, t storage.Tier, start, end int
 		return fmt.Errorf("roll up %s windows [%s, %s): %w", t, time.UnixMilli(start).UTC(), time.UnixMilli(end).UTC(), err)
 	}
 	d.metrics.rows.WithLabelValues(t.String()).Add(float64(st.Rows))
+	if st.Rows > 0 {
+		d.unflushed = true
+	}
 	if d.opts.afterWrite != nil {
 		if err := d.opts.afterWrite(t, start, end); err != nil {
 			return err

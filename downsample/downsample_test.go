@@ -541,7 +541,9 @@ func TestLateCommitDuringFlushIsRolledUp(t *testing.T) {
 
 	// New samples (between the existing ones) in every minute of an hour
 	// that is rolled up already, committed by "someone else" just after
-	// the next pass's flush.
+	// the next pass's flush: a minute later, when the pass reads raw
+	// again (a pass with nothing to roll up does not flush).
+	now.Set(now.Now().Add(time.Minute))
 	store.after = func() {
 		app := db.AppenderV2(context.Background())
 		g := labels.FromStrings("__name__", "queue_depth", "job", "vllm")
@@ -573,4 +575,42 @@ func TestLateCommitDuringFlushIsRolledUp(t *testing.T) {
 		require.Equal(t, int(time.Hour/tier.Resolution()), windows, "tier %s", tier)
 		require.NoError(t, q.Close())
 	}
+}
+
+// countFlushes is a Store that counts its Flush calls.
+type countFlushes struct {
+	*storage.DB
+	n int
+}
+
+func (s *countFlushes) Flush() {
+	s.n++
+	s.DB.Flush()
+}
+
+// A pass with nothing to roll up does not flush the store: each flush
+// that hands VictoriaMetrics rows costs it a fresh row buffer. A pass
+// that reads raw again or writes rollups does.
+func TestStepFlushesOnlyWhenItRollsUp(t *testing.T) {
+	db := openDB(t, t.TempDir())
+	defer db.Close()
+	end := time.Now().Add(-time.Hour).Truncate(time.Hour)
+	loadTestData(t, db, end)
+	now := &clock{t: end.Add(2 * time.Minute)}
+	store := &countFlushes{DB: db}
+	ds, err := New(store, Options{Now: now.Now})
+	require.NoError(t, err)
+	defer ds.Close()
+
+	require.NoError(t, ds.Step(context.Background()))
+	require.Positive(t, store.n, "the catch-up reads raw and writes both tiers")
+
+	store.n = 0
+	now.Set(now.Now().Add(15 * time.Second))
+	require.NoError(t, ds.Step(context.Background()))
+	require.Zero(t, store.n, "no window finished: nothing read, nothing written")
+
+	now.Set(now.Now().Add(time.Minute))
+	require.NoError(t, ds.Step(context.Background()))
+	require.Positive(t, store.n, "a finished minute is read from raw")
 }

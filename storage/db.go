@@ -116,11 +116,12 @@ type Options struct {
 	// commit is then durable only on VictoriaMetrics' own schedule.
 	DisableWAL bool
 	// HeadBatchWrites makes Commit leave raw samples in the head and the
-	// head's flush (every 15 s with the downsampler, else at most every
-	// headFlushAfter) write them to VictoriaMetrics several samples per
-	// series at once, VictoriaMetrics' fast path. Off by default: the
-	// first step of issue 17's head (head.go); the rollups are still read
-	// back from raw.
+	// head's flush (the downsampler's, about once a minute, else at most
+	// every headFlushAfter) write them to VictoriaMetrics several samples
+	// per series at once, VictoriaMetrics' fast path. On in
+	// DefaultOptions: each write costs VictoriaMetrics a fresh 8 MiB row
+	// buffer, and one write per flush instead of one per commit cut the
+	// small box's allocations by 30% (README, "The small box").
 	HeadBatchWrites bool
 	// MaxSeries is storage.max_series: while this many series are active
 	// (samples in the current or the previous hour), samples of a new
@@ -141,6 +142,7 @@ func DefaultOptions() Options {
 		MaxSeriesPerQuery:  defaultMaxSeriesPerQuery,
 		MaxSamplesPerQuery: defaultMaxSamplesPerQuery,
 		RollupPageSize:     defaultRollupPageSize,
+		HeadBatchWrites:    true,
 	}
 }
 

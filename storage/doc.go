@@ -252,17 +252,22 @@
 // de-duplicated with it: a sample is queryable as soon as Commit returns,
 // new series included (VictoriaMetrics alone shows a new series 6-20 s
 // later: its row buffers, index buffers and tag-filters cache are flushed
-// on their own timers). Flush (the downsampler's, every 15 s) closes a
-// generation of the head, calls VictoriaMetrics' DebugFlush and then drops
-// the generation; with no Flush for 30 s a Commit does it. With
-// Options.HeadBatchWrites (off by default) Commit does not call AddRows:
-// the flush writes the closed generation, each series' samples next to
-// each other (VictoriaMetrics' fast path), and Close writes what is left.
-// The log is unchanged: a generation of it is deleted walKeep (60 s) after
-// the next began, past the head's 30 s, and replay goes through Commit.
-// Not built yet (issue 17): rollups computed from the head at flush
-// instead of read back from raw, and the log's trim tied to the head's
-// flushes instead of walKeep.
+// on their own timers). Commit leaves raw samples in the head
+// (Options.HeadBatchWrites, on by default): Flush (the downsampler's,
+// before it reads raw, about once a minute) closes a generation of the
+// head, writes it to VictoriaMetrics, each series' samples next to each
+// other (VictoriaMetrics' fast path), calls DebugFlush and then drops the
+// generation; with no Flush for 30 s a Commit does it, and Close writes
+// what is left. Each write costs VictoriaMetrics a fresh 8 MiB row buffer
+// however few rows it carries, so fewer, larger writes are most of what
+// the small box allocates less (README, "The small box"). With
+// HeadBatchWrites off, Commit calls AddRows itself and the head only
+// shows the rows until VictoriaMetrics does. The log is unchanged: a
+// generation of it is deleted walKeep (90 s) after the next began, past
+// the head's flushes, and replay goes through Commit. Not built yet
+// (issue 17): rollups computed from the head at flush instead of read
+// back from raw, and the log's trim tied to the head's flushes instead
+// of walKeep.
 //
 // Free-disk watermark. Below Options.MinFreeDisk (storage.min_free_disk,
 // default 100 MB, VictoriaMetrics' own default) Commit refuses samples

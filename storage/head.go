@@ -28,12 +28,14 @@ import (
 //
 // Generations. Every sample in the head belongs to the generation that was
 // current when it was added; a flush (DB.Flush, which the downsampler calls
-// every 15 s, or a Commit when nothing flushed for headFlushAfter) closes
-// the current generation, calls DebugFlush on the raw tier and then marks
+// before it reads raw, about once a minute, or a Commit when nothing
+// flushed for headFlushAfter) closes the current generation, writes it to
+// VictoriaMetrics (HeadBatchWrites), calls DebugFlush and then marks
 // the closed generation flushed: its samples are searchable in
-// VictoriaMetrics and the head stops returning them. A Commit adds its rows
-// to the head after AddRows returned, so a row of a closed generation was
-// given to VictoriaMetrics before the DebugFlush that followed the close.
+// VictoriaMetrics and the head stops returning them. With HeadBatchWrites
+// off a Commit adds its rows to the head after AddRows returned, so a row
+// of a closed generation was given to VictoriaMetrics before the
+// DebugFlush that followed the close; with it on the flush writes them.
 // Flushes are serialized, so when generation g is current every generation
 // up to g-2 is flushed: a series keeps at most two generations of samples.
 // A series' entry (its buffers, its place in byName) outlives its samples
@@ -49,7 +51,7 @@ import (
 // de-duplicated as VictoriaMetrics' own duplicates are (sortAndDedup).
 //
 // Cost: the samples of one to two flush intervals (at 100,000 series every
-// 5 s and a 15 s flush, up to 600,000 samples of 16 bytes) and about
+// 5 s and a 30 s flush, up to 1.2 million samples of 16 bytes) and about
 // 100 bytes per series that received a sample since the last flush but
 // one; the raw names are shared with the appenders' series cache. Labels
 // are decoded from the raw name at read time, only for the series of the
@@ -61,8 +63,9 @@ const (
 	// touch different shards.
 	headShards = 16
 	// headFlushAfter is how long the head may go without a flush before a
-	// Commit flushes the raw tier itself (the downsampler, which flushes
-	// every 15 s, is not running: tests, tools).
+	// Commit flushes the raw tier itself: between the downsampler's
+	// once-a-minute reads of raw, and when it is not running (tests,
+	// tools). walKeep counts on it.
 	headFlushAfter = 30 * time.Second
 	// headSeriesIdle is how long a series' entry stays in the head after
 	// its last sample: longer than any usual scrape interval, so a live

@@ -27,13 +27,16 @@ const (
 	// that the segments before it can be deleted on their own.
 	walCutInterval = 30 * time.Second
 	// walKeep is how long a finished generation is kept after the next one
-	// started. VictoriaMetrics turns rows it was given into searchable
-	// in-memory parts within 2 s (pendingRowsFlushInterval) and writes
-	// those to files within 5 s more (dataFlushInterval), the index the
-	// same way (1 s + 5 s); 60 s leaves ten times that for merges that run
-	// behind. The WAL therefore holds about walCutInterval+walKeep of
-	// ingest, and a restart after kill -9 replays at most that much.
-	walKeep = 60 * time.Second
+	// started. The head hands a sample to VictoriaMetrics at its next
+	// flush: the downsampler's once a minute, or a Commit's when nothing
+	// flushed for headFlushAfter (30 s); VictoriaMetrics writes the
+	// in-memory parts a flush makes to files within 5 s
+	// (dataFlushInterval), the index the same way. A sample is thus on
+	// disk at most about 65 s after its commit; 90 s leaves room for
+	// merges that run behind. The WAL therefore holds about
+	// walCutInterval+walKeep of ingest, and a restart after kill -9
+	// replays at most that much.
+	walKeep = 90 * time.Second
 	// walMaxSamplesPerRecord splits a huge commit (a big text import)
 	// into records far below a segment's size.
 	walMaxSamplesPerRecord = 50_000

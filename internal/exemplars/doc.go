@@ -5,7 +5,10 @@
 // (tsdb.CircularExemplarStorage): one ring of storage.exemplars.max_exemplars
 // entries (default 100000, as Prometheus) shared by all series, the oldest
 // overwritten first, nothing kept across a restart. Prometheus keeps them
-// the same way (its WAL replay aside).
+// the same way (its WAL replay aside), but allocates the whole ring at
+// start (6.6 MB at 100000); here it starts at 256 entries and doubles
+// when the exemplars it took fill it, up to the bound, so a box whose
+// targets send none pays nothing.
 //
 // Storage.Appender wraps the storage's appender: exemplars given inline
 // (storage.AOptions.Exemplars, how the scrape loop passes OpenMetrics

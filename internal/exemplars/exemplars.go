@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/prometheus/model/exemplar"
@@ -15,6 +16,12 @@ import (
 
 // DefaultMaxExemplars is Prometheus' default storage.exemplars.max_exemplars.
 const DefaultMaxExemplars = 100_000
+
+// initialRing is the ring's size before any exemplar came: it doubles as
+// exemplars fill it, up to MaxExemplars. Prometheus allocates the whole
+// ring at once (100,000 entries: 6.6 MB, most of it never used on a box
+// whose targets send no exemplars).
+const initialRing = 256
 
 // Options configure a Storage.
 type Options struct {
@@ -31,6 +38,13 @@ type Options struct {
 type Storage struct {
 	ring    *tsdb.CircularExemplarStorage
 	dropped prometheus.Counter
+
+	// mu guards the ring's growth: size is its length, max the
+	// configured bound, added the exemplars it took (duplicates, which
+	// it accepts without keeping, included: the ring grows early, never
+	// late).
+	mu               sync.Mutex
+	size, max, added int64
 }
 
 // New builds a Storage.
@@ -42,7 +56,8 @@ func New(opts Options) (*Storage, error) {
 	if opts.Registerer != nil {
 		libReg = prometheus.WrapRegistererWithPrefix("appliance_", opts.Registerer)
 	}
-	es, err := tsdb.NewCircularExemplarStorage(opts.MaxExemplars, tsdb.NewExemplarMetrics(libReg), 0)
+	size := min(opts.MaxExemplars, initialRing)
+	es, err := tsdb.NewCircularExemplarStorage(size, tsdb.NewExemplarMetrics(libReg), 0)
 	if err != nil {
 		return nil, fmt.Errorf("create exemplar storage: %w", err)
 	}
@@ -50,7 +65,7 @@ func New(opts Options) (*Storage, error) {
 	if !ok {
 		return nil, fmt.Errorf("create exemplar storage: unexpected type %T", es)
 	}
-	s := &Storage{ring: ring, dropped: prometheus.NewCounter(prometheus.CounterOpts{
+	s := &Storage{ring: ring, size: size, max: opts.MaxExemplars, dropped: prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "appliance_exemplars_dropped_total",
 		Help: "Exemplars of scrapes and remote write not kept (out of order, label set too long, or storage.exemplars.max_exemplars is 0).",
 	})}
@@ -66,9 +81,30 @@ func New(opts Options) (*Storage, error) {
 	return s, nil
 }
 
-// Resize changes the ring's size (storage.exemplars.max_exemplars on
-// reload), keeping the newest exemplars that fit.
-func (s *Storage) Resize(n int64) { s.ring.Resize(n) }
+// Resize changes the ring's bound (storage.exemplars.max_exemplars on
+// reload): a ring over it shrinks at once, keeping the newest exemplars
+// that fit; a smaller one grows up to it as exemplars come.
+func (s *Storage) Resize(n int64) {
+	n = max(n, 0)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.max = n
+	if s.size > n {
+		s.size = n
+		s.ring.Resize(n)
+	}
+	s.grow()
+}
+
+// grow doubles the ring when the exemplars it took fill it, up to max;
+// s.mu is held. Growing keeps every exemplar.
+func (s *Storage) grow() {
+	if s.added < s.size || s.size >= s.max {
+		return
+	}
+	s.size = min(max(2*s.size, initialRing), s.max)
+	s.ring.Resize(s.size)
+}
 
 // ExemplarQuerier implements storage.ExemplarQueryable.
 func (s *Storage) ExemplarQuerier(ctx context.Context) (storage.ExemplarQuerier, error) {
@@ -81,7 +117,12 @@ func (s *Storage) Add(ls labels.Labels, es []exemplar.Exemplar) {
 	for _, e := range es {
 		if err := s.ring.AddExemplar(ls, e); err != nil {
 			s.dropped.Inc()
+			continue
 		}
+		s.mu.Lock()
+		s.added++
+		s.grow()
+		s.mu.Unlock()
 	}
 }
 

@@ -82,3 +82,45 @@ func TestExemplarsDisabled(t *testing.T) {
 	require.NoError(t, app.Commit())
 	require.Len(t, selectAll(t, s), 1)
 }
+
+// TestExemplarsRingGrows: the ring starts small and grows as exemplars
+// fill it, keeping every one up to the bound and then the newest.
+func TestExemplarsRingGrows(t *testing.T) {
+	count := func(res []exemplar.QueryResult) (n int, oldest int64) {
+		oldest = -1
+		for _, r := range res {
+			n += len(r.Exemplars)
+			for _, e := range r.Exemplars {
+				if oldest < 0 || e.Ts < oldest {
+					oldest = e.Ts
+				}
+			}
+		}
+		return n, oldest
+	}
+	add := func(s *Storage, from, to int) {
+		for i := from; i < to; i++ {
+			ls := labels.FromStrings("__name__", "req_total", "series", string(rune('a'+i%7)))
+			s.Add(ls, []exemplar.Exemplar{{Labels: labels.FromStrings("trace_id", "t"), Value: float64(i), Ts: int64(i + 1), HasTs: true}})
+		}
+	}
+
+	s, err := New(Options{MaxExemplars: 1000})
+	require.NoError(t, err)
+	require.EqualValues(t, initialRing, s.size, "the ring starts small")
+	add(s, 0, 900)
+	n, oldest := count(selectAll(t, s))
+	require.Equal(t, 900, n, "every exemplar kept while under the bound")
+	require.EqualValues(t, 1, oldest)
+	require.EqualValues(t, 1000, s.size, "grown to the bound, not past it")
+
+	add(s, 900, 1500)
+	n, oldest = count(selectAll(t, s))
+	require.Equal(t, 1000, n)
+	require.EqualValues(t, 501, oldest, "the newest kept")
+
+	s.Resize(100)
+	n, oldest = count(selectAll(t, s))
+	require.Equal(t, 100, n, "a lower bound shrinks the ring at once")
+	require.EqualValues(t, 1401, oldest)
+}
