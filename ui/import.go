@@ -57,7 +57,7 @@ import (
 // batch size sets how often a backfill pays for those: 1 MiB (about
 // 10,000 samples) made bench/tiers' backfill of the appliance N× faster
 // than 256 KiB.
-const importBatchBytes = 1 << 20
+const importBatchBytes = 2 << 20
 
 // importSample is one parsed sample of an import body.
 type importSample struct {
