@@ -57,7 +57,7 @@ import (
 // batch size sets how often a backfill pays for those: 1 MiB (about
 // 10,000 samples) made bench/tiers' backfill of the appliance N× faster
 // than 256 KiB.
-const importBatchBytes = 2 << 20
+const importBatchBytes = 4 << 20
 
 // importSample is one parsed sample of an import body.
 type importSample struct {
@@ -506,7 +506,17 @@ func (c *importSeriesCache) bySeries(samples []importSample) []importSample {
 // parse is parseImport with the series of earlier batches of the body
 // known.
 func (c *importSeriesCache) parse(body []byte, contentType string, now int64) ([]importSample, map[string]metadata.Metadata, error) {
-	ct, _ := importContentType(contentType)
+	ct, openMetrics := importContentType(contentType)
+	if !openMetrics {
+		if samples, ok := c.parseKnown(body, now); ok {
+			return samples, map[string]metadata.Metadata{}, nil
+		}
+	}
+	return c.parseText(body, ct, contentType, now)
+}
+
+// parseText is parse through Prometheus' text parser for ct.
+func (c *importSeriesCache) parseText(body []byte, ct, contentType string, now int64) ([]importSample, map[string]metadata.Metadata, error) {
 	p, err := textparse.New(body, ct, labels.NewSymbolTable(), textparse.ParserOptions{})
 	if p == nil {
 		return nil, nil, fmt.Errorf("content type %q: %w", contentType, err)
@@ -546,17 +556,119 @@ func (c *importSeriesCache) parse(body []byte, contentType string, now int64) ([
 			if ts != nil {
 				t = *ts
 			}
-			if math.IsNaN(v) && !value.IsStaleNaN(v) {
-				// A NaN sample is stored as written; only the stale
-				// marker has its own meaning.
-				v = math.NaN()
-			}
-			samples = append(samples, importSample{lset: ser.lset, ser: ser, t: t, v: v})
+			samples = append(samples, importSample{lset: ser.lset, ser: ser, t: t, v: importValue(v)})
 		case textparse.EntryHistogram:
 			return nil, nil, errors.New("native histograms cannot be imported: the storage keeps float samples only")
 		}
 	}
 	return samples, meta, nil
+}
+
+// importValue is the value stored for a parsed one.
+func importValue(v float64) float64 {
+	if math.IsNaN(v) && !value.IsStaleNaN(v) {
+		// A NaN sample is stored as written; only the stale marker has
+		// its own meaning.
+		return math.NaN()
+	}
+	return v
+}
+
+// parseKnown parses a batch of Prometheus' text format without its parser
+// when every line is a sample of a series the body named before, written
+// "<series> <value>" or "<series> <value> <timestamp>" with single spaces,
+// which is what a backfill sends after its first batch: the text parser's
+// lexing of the labels, again for every line, was most of an import's CPU
+// once the labels were parsed once per series. ok is false, and the batch
+// must go through the parser, for anything else (a comment or metadata, a
+// blank line, a series not seen yet, other spacing, a value the parser
+// would not take, a last line without its newline), so the parser still
+// decides every error and every line it would read differently. A series
+// text that is in the cache was returned as one by the parser, which reads
+// the same text followed by a space the same way, and the value and
+// timestamp are read as it reads them (Prometheus' parseFloat: Go's
+// ParseFloat without the formats Go 1.13 added; ParseInt of the digits).
+func (c *importSeriesCache) parseKnown(body []byte, now int64) ([]importSample, bool) {
+	if len(body) == 0 || body[len(body)-1] != '\n' {
+		return nil, false
+	}
+	samples := make([]importSample, 0, bytes.Count(body, []byte("\n")))
+	for rest := body; len(rest) > 0; {
+		i := bytes.IndexByte(rest, '\n')
+		line := rest[:i]
+		rest = rest[i+1:]
+		text, val, ts, ok := splitSampleLine(line)
+		if !ok {
+			return nil, false
+		}
+		ser, known := c.byText[string(text)]
+		if !known {
+			return nil, false
+		}
+		if bytes.ContainsAny(val, "pP_") {
+			return nil, false
+		}
+		v, err := strconv.ParseFloat(string(val), 64)
+		if err != nil {
+			return nil, false
+		}
+		if math.IsNaN(v) {
+			v = math.Float64frombits(value.NormalNaN) // as the parser does
+		}
+		t := now
+		if ts != nil {
+			if t, err = strconv.ParseInt(string(ts), 10, 64); err != nil {
+				return nil, false
+			}
+		}
+		samples = append(samples, importSample{lset: ser.lset, ser: ser, t: t, v: importValue(v)})
+	}
+	return samples, true
+}
+
+// splitSampleLine cuts a line (without its newline) into the series text
+// (up to the '}' that closes the labels, or up to the first space), the
+// value and the timestamp (nil when there is none), each separated by one
+// space; ok is false for any other shape (see parseKnown).
+func splitSampleLine(line []byte) (text, val, ts []byte, ok bool) {
+	if len(line) == 0 || line[0] == '#' {
+		return nil, nil, nil, false
+	}
+	end := bytes.IndexByte(line, ' ')
+	if brace := bytes.IndexByte(line, '{'); brace >= 0 && (end < 0 || brace < end) {
+		end = -1
+		quoted := false
+		for i := brace + 1; i < len(line) && end < 0; i++ {
+			switch c := line[i]; {
+			case quoted && c == '\\':
+				i++
+			case c == '"':
+				quoted = !quoted
+			case !quoted && c == '}':
+				end = i + 1
+			}
+		}
+	}
+	if end <= 0 || end >= len(line) || line[end] != ' ' {
+		return nil, nil, nil, false
+	}
+	text = line[:end]
+	val, ts, hasTS := bytes.Cut(line[end+1:], []byte(" "))
+	if len(val) == 0 || bytes.ContainsAny(val, "{\t") {
+		return nil, nil, nil, false
+	}
+	if !hasTS {
+		return text, val, nil, true
+	}
+	if len(ts) == 0 {
+		return nil, nil, nil, false
+	}
+	for _, d := range ts {
+		if d < '0' || d > '9' {
+			return nil, nil, nil, false
+		}
+	}
+	return text, val, ts, true
 }
 
 // locateParseError finds the line a parse error belongs to. The parser does

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/prometheus/model/labels"
 	"github.com/stretchr/testify/require"
 )
 
@@ -61,4 +62,29 @@ func historyBody(w *bytes.Buffer, start time.Time, window, step time.Duration) i
 		}
 	}
 	return n
+}
+
+// BenchmarkImportParse parses one batch of a backfill whose series the
+// body named before: through the text parser, and through parseKnown.
+func BenchmarkImportParse(b *testing.B) {
+	var body bytes.Buffer
+	historyBody(&body, time.UnixMilli(1_764_590_400_000), 2*time.Hour, 15*time.Second)
+	batch := body.Bytes()
+	for _, known := range []bool{false, true} {
+		b.Run(fmt.Sprintf("known=%v", known), func(b *testing.B) {
+			c := newImportSeriesCache(labels.EmptyLabels())
+			_, _, err := c.parse(batch, "text/plain", 0)
+			require.NoError(b, err)
+			b.SetBytes(int64(len(batch)))
+			for b.Loop() {
+				if known {
+					_, ok := c.parseKnown(batch, 0)
+					require.True(b, ok)
+				} else {
+					_, _, err = c.parseText(batch, "text/plain", "text/plain", 0)
+					require.NoError(b, err)
+				}
+			}
+		})
+	}
 }
