@@ -30,11 +30,12 @@ import (
 // about importBatchBytes, parses a batch, appends it and commits it (the
 // WAL fsynced, storage.WithSyncCommit) before it reads the next, so an
 // import holds one batch at a time whatever the size of its body: the
-// batch's text, a parsed sample per line (32 bytes, its labels shared
+// batch's text, a parsed sample per line (40 bytes, its labels shared
 // with the other samples of its series, see importSeriesCache) and the
-// appender's rows (48 bytes each), so about 2.5 MiB, plus the labels of
-// the body's series (bounded, importSeriesCacheBytes). The 204 comes after
-// the last batch's fsync.
+// appender's rows (48 bytes each), about 4 MiB + 0.9 × 4 MiB for the
+// text format's lines of about 100 bytes, plus the labels of the body's
+// series (bounded, importSeriesCacheBytes). The 204 comes after the last
+// batch's fsync.
 //
 // Samples of new series past storage.max_series are skipped and the rest
 // stored: the answer is then 400 naming the first refused series and how
@@ -53,10 +54,13 @@ import (
 //
 // Each batch is one Commit: one fsync of the WAL and, for samples older
 // than the raw retention, one merge into the rollup tiers (which reads
-// what the tiers hold for the batch's windows and flushes them), so the
-// batch size sets how often a backfill pays for those: 1 MiB (about
-// 10,000 samples) made bench/tiers' backfill of the appliance N× faster
-// than 256 KiB.
+// what the tiers hold for the batch's windows, rolls up each series of
+// the batch and flushes the tiers), so the batch size sets how often a
+// backfill pays for those: bench/tiers' 90-day backfill of 96 series took
+// 8m22s with 256 KiB batches, 4m12s with 2 MiB ones and its series parsed
+// once (load 2-4 before, 7-9 after; README, "Benchmark: tiers"). With
+// many series a batch holds fewer samples of each, and the per-series
+// work of the merge grows: hence 4 MiB.
 const importBatchBytes = 4 << 20
 
 // importSample is one parsed sample of an import body.
