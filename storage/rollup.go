@@ -872,6 +872,11 @@ func (db *DB) rollupOld(rows []vmstorage.MetricRow) error {
 	for _, tier := range []Tier{Tier1m, Tier5m} {
 		res := tier.Resolution().Milliseconds()
 		b := db.newRollupBatch(tier)
+		if windowEnd(maxT, res) < b.lo {
+			// Older than the tier keeps: every row would be dropped
+			// (rollupBatch.add), so nothing to read, write or flush.
+			continue
+		}
 		b.held, err = db.loadHeld(context.Background(), tier, tfs, window(minT, res)*res+1, windowEnd(maxT, res))
 		if err != nil {
 			return fmt.Errorf("roll up old samples: %w", err)

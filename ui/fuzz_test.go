@@ -69,10 +69,17 @@ func FuzzImportParser(f *testing.F) {
 	extra := labels.FromStrings("site", "lab1")
 	f.Fuzz(func(t *testing.T, body []byte, contentType string) {
 		samples, _, err := parseImport(body, contentType, extra, now)
+		// A later batch of the same body knows its series (parseKnown's
+		// fast path): it must read the same samples, or fail the same.
+		known := newImportSeriesCache(extra)
+		_, _, _ = known.parse(body, contentType, now)
+		second, _, err2 := known.parse(body, contentType, now)
+		require.Equal(t, err == nil, err2 == nil, "second parse: %v, first: %v", err2, err)
 		if err != nil {
 			require.Nil(t, samples)
 			return
 		}
+		requireSameSamples(t, samples, second)
 		roundTrip := true
 		var text bytes.Buffer
 		for _, s := range samples {
@@ -116,6 +123,16 @@ func FuzzImportParser(f *testing.F) {
 			}
 		}
 	})
+}
+
+func requireSameSamples(t *testing.T, want, got []importSample) {
+	t.Helper()
+	require.Len(t, got, len(want))
+	for i := range want {
+		require.Equal(t, want[i].lset.String(), got[i].lset.String())
+		require.Equal(t, want[i].t, got[i].t)
+		require.Equal(t, math.Float64bits(want[i].v), math.Float64bits(got[i].v), "value of sample %d: %v, %v", i, want[i].v, got[i].v)
+	}
 }
 
 // labelEscaper escapes a label value as the text format does.

@@ -10,6 +10,7 @@ import (
 	"math"
 	"mime"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -29,9 +30,12 @@ import (
 // about importBatchBytes, parses a batch, appends it and commits it (the
 // WAL fsynced, storage.WithSyncCommit) before it reads the next, so an
 // import holds one batch at a time whatever the size of its body: the
-// batch's text and its parsed samples, about 16 times the text (a
-// Prometheus label set and a sample per line, and the appender's rows),
-// so about 4 MiB. The 204 comes after the last batch's fsync.
+// batch's text, a parsed sample per line (40 bytes, its labels shared
+// with the other samples of its series, see importSeriesCache) and the
+// appender's rows (48 bytes each), about 4 MiB + 0.9 × 4 MiB for the
+// text format's lines of about 100 bytes, plus the labels of the body's
+// series (bounded, importSeriesCacheBytes). The 204 comes after the last
+// batch's fsync.
 //
 // Samples of new series past storage.max_series are skipped and the rest
 // stored: the answer is then 400 naming the first refused series and how
@@ -47,13 +51,97 @@ import (
 // committed before it stay stored, and a sender that retries the whole
 // body stores them again with the same values, which readers' duplicate
 // rule collapses.
-const importBatchBytes = 256 << 10
+//
+// Each batch is one Commit: one fsync of the WAL and, for samples older
+// than the raw retention, one merge into the rollup tiers (which reads
+// what the tiers hold for the batch's windows, rolls up each series of
+// the batch and flushes the tiers), so the batch size sets how often a
+// backfill pays for those: bench/tiers' 90-day backfill of 96 series took
+// 8m22s with 256 KiB batches, 4m12s with 2 MiB ones and its series parsed
+// once (load 2-4 before, 7-9 after; README, "Benchmark: tiers"). With
+// many series a batch holds fewer samples of each, and the per-series
+// work of the merge grows: hence 4 MiB.
+const importBatchBytes = 4 << 20
 
 // importSample is one parsed sample of an import body.
 type importSample struct {
-	lset labels.Labels
+	lset labels.Labels // ser.lset
+	ser  *importSeries
 	t    int64
 	v    float64
+}
+
+// importSeries is one series of an import body, parsed once however many
+// samples it has: its labels (the extra labels applied), the ref the
+// storage gave it (trusted by later Appends, as a scrape's refs are) and
+// the outcome of the last label-limit check.
+type importSeries struct {
+	lset    labels.Labels
+	ref     storage.SeriesRef
+	limits  LabelLimits
+	checked bool
+	limit   error
+	// batch and count are bySeries' scratch.
+	batch uint64
+	count int
+}
+
+// check is limits.check(lset), computed once per series and limits.
+func (s *importSeries) check(limits LabelLimits) error {
+	if !s.checked || s.limits != limits {
+		s.limits, s.limit, s.checked = limits, limits.check(s.lset), true
+	}
+	return s.limit
+}
+
+// importSeriesCacheBytes bounds the series an import keeps between
+// batches: past it (a body of very many series, each with few samples)
+// the cache starts over, which costs the labels' parsing again, nothing
+// else.
+const importSeriesCacheBytes = 8 << 20
+
+// importSeriesCache maps a series' text, as the parser returns it (the
+// metric name and the label pairs as written), to its parsed series. An
+// import body of historical data holds many samples per series, and
+// parsing the labels, copying them and marshalling them for the storage
+// was half of an import's CPU when done for every line.
+type importSeriesCache struct {
+	extra  labels.Labels
+	byText map[string]*importSeries
+	bytes  int
+	lb     *labels.Builder
+	// batch numbers bySeries' calls; grouped is its result.
+	batch   uint64
+	grouped []importSample
+}
+
+func newImportSeriesCache(extra labels.Labels) *importSeriesCache {
+	return &importSeriesCache{extra: extra, byText: map[string]*importSeries{}, lb: labels.NewBuilder(labels.EmptyLabels())}
+}
+
+// series returns the series of text, parsing its labels with p only when
+// text is new.
+func (c *importSeriesCache) series(text []byte, p textparse.Parser) *importSeries {
+	if s, ok := c.byText[string(text)]; ok {
+		return s
+	}
+	if c.bytes > importSeriesCacheBytes {
+		clear(c.byText)
+		c.bytes = 0
+	}
+	var lset labels.Labels
+	p.Labels(&lset)
+	if !c.extra.IsEmpty() {
+		c.lb.Reset(lset)
+		c.extra.Range(func(l labels.Label) { c.lb.Set(l.Name, l.Value) })
+		lset = c.lb.Labels()
+	} else {
+		lset = lset.Copy()
+	}
+	s := &importSeries{lset: lset}
+	c.byText[string(text)] = s
+	c.bytes += 2*len(text) + 64
+	return s
 }
 
 // importPrometheus stores a body in Prometheus' text format (or OpenMetrics
@@ -75,6 +163,7 @@ func (s *Server) importPrometheus(c echo.Context) error {
 	// decodeBody (encoding.go), a middleware of the import routes, has
 	// undone a gzip or snappy Content-Encoding and bounds the decoded size.
 	lines := newLineBatches(req.Body, importBatchBytes)
+	cache := newImportSeriesCache(extra)
 	var (
 		stored importStored
 		meta   bool
@@ -90,7 +179,7 @@ func (s *Server) importPrometheus(c echo.Context) error {
 			if openMetrics {
 				batch = endOpenMetrics(batch)
 			}
-			n, hasMeta, err := s.importBatch(req.Context(), batch, ct, first, last, extra, now, &stored)
+			n, hasMeta, err := s.importBatch(req.Context(), batch, ct, first, last, cache, now, &stored)
 			if err != nil {
 				return refuseImport(c, err)
 			}
@@ -146,9 +235,9 @@ func (e *importRefusal) Error() string { return e.msg }
 // of the body. It returns the samples stored and whether the batch had
 // metadata, or an *importRefusal saying what went wrong and what of the
 // body was stored before (stored).
-func (s *Server) importBatch(ctx context.Context, batch []byte, ct string, first, last int, extra labels.Labels, now int64, sp *importStored) (n int, meta bool, err error) {
+func (s *Server) importBatch(ctx context.Context, batch []byte, ct string, first, last int, cache *importSeriesCache, now int64, sp *importStored) (n int, meta bool, err error) {
 	stored := *sp
-	samples, md, err := parseImport(batch, ct, extra, now)
+	samples, md, err := cache.parse(batch, ct, now)
 	if err != nil {
 		var le *importLineError
 		if errors.As(err, &le) {
@@ -159,36 +248,77 @@ func (s *Server) importBatch(ctx context.Context, batch []byte, ct string, first
 	limits := s.labelLimits()
 	// Fsynced before the next batch is read: the 204 means all of them
 	// are durable, and the sender may drop its copy.
-	app := s.opts.Storage.AppenderV2(appstorage.WithSyncCommit(ctx))
-	for _, smp := range samples {
-		err := limits.check(smp.lset)
-		if err == nil {
-			_, err = app.Append(0, smp.lset, 0, smp.t, smp.v, nil, nil, storage.AOptions{})
+	syncCtx := appstorage.WithSyncCommit(ctx)
+	app := s.opts.Storage.AppenderV2(syncCtx)
+	res := appendImport(app, cache.bySeries(samples), limits)
+	if res.err != nil {
+		_ = app.Rollback()
+		// The answer names the body's first bad sample, and counts what
+		// was refused before it, as appending in body order finds them.
+		app = s.opts.Storage.AppenderV2(syncCtx)
+		if again := appendImport(app, samples, limits); again.err != nil {
+			res = again
 		}
-		if errors.Is(err, appstorage.ErrSeriesLimit) {
-			s.ingest.rejected.WithLabelValues(rejectMaxSeries).Inc()
-			if sp.refused++; sp.firstRefused == nil {
-				sp.firstRefused = err
-			}
-			n--
-			continue
-		}
-		if err != nil {
-			_ = app.Rollback()
-			if r := s.ingestRefusal(err, len(samples), fmt.Sprintf("sample @%d in lines %d-%d", smp.t, first, last), stored); r != nil {
-				return 0, false, r
-			}
-			return 0, false, &importRefusal{http.StatusBadRequest, "bad_data",
-				fmt.Sprintf("sample %s @%d: %s%s", appstorage.SeriesPrefix(smp.lset), smp.t, err, stored.note())}
+		_ = app.Rollback()
+	}
+	if res.refused > 0 {
+		s.ingest.rejected.WithLabelValues(rejectMaxSeries).Add(float64(res.refused))
+		if sp.refused += res.refused; sp.firstRefused == nil {
+			sp.firstRefused = res.firstRefused
 		}
 	}
+	if err := res.err; err != nil {
+		smp := res.failed
+		if r := s.ingestRefusal(err, len(samples), fmt.Sprintf("sample @%d in lines %d-%d", smp.t, first, last), stored); r != nil {
+			return 0, false, r
+		}
+		return 0, false, &importRefusal{http.StatusBadRequest, "bad_data",
+			fmt.Sprintf("sample %s @%d: %s%s", appstorage.SeriesPrefix(smp.lset), smp.t, err, stored.note())}
+	}
+	n = len(samples) - res.refused
 	if r := s.commitImport(app, len(samples), stored); r != nil {
 		return 0, false, r
 	}
 	for family, m := range md {
 		s.opts.Storage.SetMetadata(family, m)
 	}
-	return n + len(samples), len(md) > 0, nil
+	return n, len(md) > 0, nil
+}
+
+// appended is what appendImport did: the samples of new series past
+// storage.max_series it skipped (refused, the first one's error), or the
+// sample whose error stopped it (failed, err).
+type appended struct {
+	refused      int
+	firstRefused error
+	failed       importSample
+	err          error
+}
+
+// appendImport appends samples to app, stopping at the first error other
+// than the series limit's.
+func appendImport(app storage.AppenderV2, samples []importSample, limits LabelLimits) appended {
+	var res appended
+	for _, smp := range samples {
+		err := smp.ser.check(limits)
+		if err == nil {
+			var ref storage.SeriesRef
+			if ref, err = app.Append(smp.ser.ref, smp.lset, 0, smp.t, smp.v, nil, nil, storage.AOptions{}); err == nil {
+				smp.ser.ref = ref
+			}
+		}
+		if errors.Is(err, appstorage.ErrSeriesLimit) {
+			if res.refused++; res.firstRefused == nil {
+				res.firstRefused = err
+			}
+			continue
+		}
+		if err != nil {
+			res.failed, res.err = smp, err
+			return res
+		}
+	}
+	return res
 }
 
 // commitImport commits an import's batch of samples (fsynced where app
@@ -339,7 +469,58 @@ func (e *importLineError) Unwrap() error { return e.err }
 // line, or an error naming the first bad line (*importLineError where the
 // line is known).
 func parseImport(body []byte, contentType string, extra labels.Labels, now int64) ([]importSample, map[string]metadata.Metadata, error) {
-	ct, _ := importContentType(contentType)
+	return newImportSeriesCache(extra).parse(body, contentType, now)
+}
+
+// bySeries returns a batch's samples grouped by series, the series in
+// the order of their first samples and each one's samples in body order:
+// VictoriaMetrics' AddRows looks a row's series up by its name unless the
+// row before it has the same name, so a batch in time order (one sample
+// of every series, then the next) costs it a lookup per row and one
+// grouped by series a lookup per series. Appending in this order stores
+// the same samples: a batch is committed whole, and storage.max_series
+// admits new series in the order they first appear, which is the same.
+// The slice is the cache's, valid until the next call.
+func (c *importSeriesCache) bySeries(samples []importSample) []importSample {
+	c.batch++
+	var order []*importSeries
+	for _, smp := range samples {
+		ser := smp.ser
+		if ser.batch != c.batch {
+			ser.batch, ser.count = c.batch, 0
+			order = append(order, ser)
+		}
+		ser.count++
+	}
+	if len(order) == len(samples) {
+		return samples // one sample per series: nothing to group
+	}
+	at := 0
+	for _, ser := range order {
+		ser.count, at = at, at+ser.count // now the series' next index
+	}
+	c.grouped = slices.Grow(c.grouped[:0], len(samples))[:len(samples)]
+	for _, smp := range samples {
+		c.grouped[smp.ser.count] = smp
+		smp.ser.count++
+	}
+	return c.grouped
+}
+
+// parse is parseImport with the series of earlier batches of the body
+// known.
+func (c *importSeriesCache) parse(body []byte, contentType string, now int64) ([]importSample, map[string]metadata.Metadata, error) {
+	ct, openMetrics := importContentType(contentType)
+	if !openMetrics {
+		if samples, ok := c.parseKnown(body, now); ok {
+			return samples, map[string]metadata.Metadata{}, nil
+		}
+	}
+	return c.parseText(body, ct, contentType, now)
+}
+
+// parseText is parse through Prometheus' text parser for ct.
+func (c *importSeriesCache) parseText(body []byte, ct, contentType string, now int64) ([]importSample, map[string]metadata.Metadata, error) {
 	p, err := textparse.New(body, ct, labels.NewSymbolTable(), textparse.ParserOptions{})
 	if p == nil {
 		return nil, nil, fmt.Errorf("content type %q: %w", contentType, err)
@@ -347,8 +528,6 @@ func parseImport(body []byte, contentType string, extra labels.Labels, now int64
 	var (
 		samples []importSample
 		meta    = map[string]metadata.Metadata{}
-		lset    labels.Labels
-		lb      = labels.NewBuilder(labels.EmptyLabels())
 	)
 	for {
 		et, err := p.Next()
@@ -375,28 +554,125 @@ func parseImport(body []byte, contentType string, extra labels.Labels, now int64
 			m.Unit = string(unit)
 			meta[string(name)] = m
 		case textparse.EntrySeries:
-			_, ts, v := p.Series()
-			p.Labels(&lset)
+			text, ts, v := p.Series()
+			ser := c.series(text, p)
 			t := now
 			if ts != nil {
 				t = *ts
 			}
-			if math.IsNaN(v) && !value.IsStaleNaN(v) {
-				// A NaN sample is stored as written; only the stale
-				// marker has its own meaning.
-				v = math.NaN()
-			}
-			if !extra.IsEmpty() {
-				lb.Reset(lset)
-				extra.Range(func(l labels.Label) { lb.Set(l.Name, l.Value) })
-				lset = lb.Labels()
-			}
-			samples = append(samples, importSample{lset: lset.Copy(), t: t, v: v})
+			samples = append(samples, importSample{lset: ser.lset, ser: ser, t: t, v: importValue(v)})
 		case textparse.EntryHistogram:
 			return nil, nil, errors.New("native histograms cannot be imported: the storage keeps float samples only")
 		}
 	}
 	return samples, meta, nil
+}
+
+// importValue is the value stored for a parsed one.
+func importValue(v float64) float64 {
+	if math.IsNaN(v) && !value.IsStaleNaN(v) {
+		// A NaN sample is stored as written; only the stale marker has
+		// its own meaning.
+		return math.NaN()
+	}
+	return v
+}
+
+// parseKnown parses a batch of Prometheus' text format without its parser
+// when every line is a sample of a series the body named before, written
+// "<series> <value>" or "<series> <value> <timestamp>" with single spaces,
+// which is what a backfill sends after its first batch: the text parser's
+// lexing of the labels, again for every line, was most of an import's CPU
+// once the labels were parsed once per series. ok is false, and the batch
+// must go through the parser, for anything else (a comment or metadata, a
+// blank line, a series not seen yet, other spacing, a value the parser
+// would not take, a last line without its newline), so the parser still
+// decides every error and every line it would read differently. A series
+// text that is in the cache was returned as one by the parser, which reads
+// the same text followed by a space the same way, and the value and
+// timestamp are read as it reads them (Prometheus' parseFloat: Go's
+// ParseFloat without the formats Go 1.13 added; ParseInt of the digits).
+func (c *importSeriesCache) parseKnown(body []byte, now int64) ([]importSample, bool) {
+	if len(body) == 0 || body[len(body)-1] != '\n' {
+		return nil, false
+	}
+	samples := make([]importSample, 0, bytes.Count(body, []byte("\n")))
+	for rest := body; len(rest) > 0; {
+		i := bytes.IndexByte(rest, '\n')
+		line := rest[:i]
+		rest = rest[i+1:]
+		text, val, ts, ok := splitSampleLine(line)
+		if !ok {
+			return nil, false
+		}
+		ser, known := c.byText[string(text)]
+		if !known {
+			return nil, false
+		}
+		if bytes.ContainsAny(val, "pP_") {
+			return nil, false
+		}
+		v, err := strconv.ParseFloat(string(val), 64)
+		if err != nil {
+			return nil, false
+		}
+		if math.IsNaN(v) {
+			v = math.Float64frombits(value.NormalNaN) // as the parser does
+		}
+		t := now
+		if ts != nil {
+			if t, err = strconv.ParseInt(string(ts), 10, 64); err != nil {
+				return nil, false
+			}
+		}
+		samples = append(samples, importSample{lset: ser.lset, ser: ser, t: t, v: importValue(v)})
+	}
+	return samples, true
+}
+
+// splitSampleLine cuts a line (without its newline) into the series text
+// (up to the '}' that closes the labels, or up to the first space), the
+// value and the timestamp (nil when there is none), each separated by one
+// space; ok is false for any other shape (see parseKnown).
+func splitSampleLine(line []byte) (text, val, ts []byte, ok bool) {
+	if len(line) == 0 || line[0] == '#' {
+		return nil, nil, nil, false
+	}
+	end := bytes.IndexByte(line, ' ')
+	if brace := bytes.IndexByte(line, '{'); brace >= 0 && (end < 0 || brace < end) {
+		end = -1
+		quoted := false
+		for i := brace + 1; i < len(line) && end < 0; i++ {
+			switch c := line[i]; {
+			case quoted && c == '\\':
+				i++
+			case c == '"':
+				quoted = !quoted
+			case !quoted && c == '}':
+				end = i + 1
+			}
+		}
+	}
+	if end <= 0 || end >= len(line) || line[end] != ' ' {
+		return nil, nil, nil, false
+	}
+	text = line[:end]
+	val, ts, hasTS := bytes.Cut(line[end+1:], []byte(" "))
+	if len(val) == 0 || bytes.ContainsAny(val, "{\t") {
+		return nil, nil, nil, false
+	}
+	if !hasTS {
+		return text, val, nil, true
+	}
+	if len(ts) == 0 {
+		return nil, nil, nil, false
+	}
+	for _, d := range ts {
+		if d < '0' || d > '9' {
+			return nil, nil, nil, false
+		}
+	}
+	return text, val, ts, true
 }
 
 // locateParseError finds the line a parse error belongs to. The parser does

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/prometheus/model/labels"
 	"github.com/stretchr/testify/require"
 )
 
@@ -49,14 +50,14 @@ func TestImportStreamsBatches(t *testing.T) {
 
 	// A good body of many batches is stored whole.
 	b.Reset()
-	for i := range 20_000 {
-		fmt.Fprintf(&b, "stream_whole{i=\"%d\"} %d %d\n", i, i, base)
+	whole := 0
+	for ; b.Len() <= 2*importBatchBytes; whole++ {
+		fmt.Fprintf(&b, "stream_whole{i=\"%d\"} %d %d\n", whole, whole, base)
 	}
-	require.Greater(t, b.Len(), 2*importBatchBytes)
 	code, out = ts.post("/api/v1/import/prometheus?extra_label=site=lab1", "text/plain", []byte(b.String()))
 	require.Equal(t, http.StatusNoContent, code, out)
 	ts.db.Flush()
-	require.Equal(t, "20000", ts.instantValue(t, `count(stream_whole{site="lab1"})`, base))
+	require.Equal(t, fmt.Sprint(whole), ts.instantValue(t, `count(stream_whole{site="lab1"})`, base))
 }
 
 // TestImportOpenMetricsBatches: an OpenMetrics body longer than a batch
@@ -66,14 +67,15 @@ func TestImportOpenMetricsBatches(t *testing.T) {
 	base := time.Now().Add(-time.Hour).Unix()
 	var b strings.Builder
 	b.WriteString("# TYPE om_probe gauge\n# HELP om_probe A probe.\n")
-	for i := range 20_000 {
-		fmt.Fprintf(&b, "om_probe{i=\"%d\"} %d %d\n", i, i, base)
+	n := 0
+	for ; b.Len() <= 2*importBatchBytes; n++ {
+		fmt.Fprintf(&b, "om_probe{i=\"%d\"} %d %d\n", n, n, base)
 	}
 	b.WriteString("# EOF\n")
 	code, out := ts.post("/api/v1/import/prometheus", "application/openmetrics-text; version=1.0.0", []byte(b.String()))
 	require.Equal(t, http.StatusNoContent, code, out)
 	ts.db.Flush()
-	require.Equal(t, "20000", ts.instantValue(t, "count(om_probe)", base*1000))
+	require.Equal(t, fmt.Sprint(n), ts.instantValue(t, "count(om_probe)", base*1000))
 }
 
 // TestImportChunkedOverLimit: a chunked body cut off by the body limit
@@ -130,4 +132,46 @@ func (ts *testServer) instantValue(t *testing.T, q string, ms int64) string {
 	j := strings.LastIndex(data, `"]`)
 	require.True(t, i >= 0 && j > i, data)
 	return data[i+2 : j]
+}
+
+// TestImportKnownSeries: a batch whose series the body named before is
+// read without the text parser where every line is a plain sample, with
+// the same samples, and through the parser (the same errors) otherwise.
+func TestImportKnownSeries(t *testing.T) {
+	const now = 1_764_590_400_000
+	first := "# TYPE a gauge\na 1 1000\nb{x=\"1\",y=\"a b\\\"}\"} 2 1000\nc{} 3\n{\"d.e\",z=\"}\"} 4 1000\n"
+	for _, body := range []string{
+		"a 5 2000\nb{x=\"1\",y=\"a b\\\"}\"} 6 2000\nc{} 7\n{\"d.e\",z=\"}\"} 8 2000\n",
+		"a NaN 3000\na +Inf 3000\na -1e3 3000\na 0x1p3 3000\na 1_0 3000\n",
+		"a 1\n\na 2\n", // a blank line
+		"a  1 1000\n",  // two spaces
+		"a 1 1000 \n",  // a trailing space
+		"a 1 1000",     // no newline at the end
+		"a 1 10x0\n",   // a bad timestamp
+		"a 1 99999999999999999999\n",
+		"a 1\r\n",
+		"a\t1\n",
+		"new 1 1000\n", // a series not seen
+		"# HELP a A.\na 1 1000\n",
+		"b{x=\"1\",y=\"a b\\\"}\"} 1 {1000\n",
+	} {
+		t.Run(body, func(t *testing.T) {
+			c := newImportSeriesCache(labels.FromStrings("site", "lab1"))
+			_, _, err := c.parse([]byte(first), "text/plain", now)
+			require.NoError(t, err)
+			want, _, wantErr := parseImport([]byte(first+body), "text/plain", labels.FromStrings("site", "lab1"), now)
+			got, _, err := c.parse([]byte(body), "text/plain", now)
+			require.Equal(t, wantErr == nil, err == nil, "%v / %v", wantErr, err)
+			if err == nil {
+				requireSameSamples(t, want[4:], got)
+			}
+		})
+	}
+	c := newImportSeriesCache(labels.EmptyLabels())
+	_, _, err := c.parse([]byte(first), "text/plain", now)
+	require.NoError(t, err)
+	_, ok := c.parseKnown([]byte("a 5 2000\nc{} 7\n{\"d.e\",z=\"}\"} 8 2000\n"), now)
+	require.True(t, ok, "plain samples of known series take the fast path")
+	_, ok = c.parseKnown([]byte("a 1\n\na 2\n"), now)
+	require.False(t, ok)
 }

@@ -24,7 +24,7 @@ const DefaultOtherBodyBytes = 8 << 20
 
 // DefaultMaxConcurrentImports bounds the text imports running at once.
 // An import streams its body in batches (ui/import.go, importBatchBytes)
-// and holds about 4 MiB whatever its size; the bound is on CPU: parsing
+// and holds about 8 MiB whatever its size; the bound is on CPU: parsing
 // and indexing fill a core each, and six at once on two cores took three
 // times as long as two at a time (TestAbuseParallelImports). Others wait
 // for a slot as long as their client waits; the read timeout counts from

@@ -68,9 +68,12 @@ type timedQuery struct {
 // timeQuery runs one query_range, timed from sending the request to the
 // last byte of the answer, as harness.QueryRange does; it also reads the
 // tiers the appliance says served it.
-func timeQuery(ctx context.Context, base, expr string, start, end time.Time, step time.Duration) (timedQuery, error) {
+func timeQuery(ctx context.Context, base, expr string, start, end time.Time, step time.Duration, extra url.Values) (timedQuery, error) {
 	var r timedQuery
 	q := url.Values{}
+	for k, v := range extra {
+		q[k] = v
+	}
 	q.Set("query", expr)
 	q.Set("start", strconv.FormatInt(start.Unix(), 10))
 	q.Set("end", strconv.FormatInt(end.Unix(), 10))
