@@ -78,11 +78,6 @@ func timeQuery(ctx context.Context, base, expr string, start, end time.Time, ste
 	q.Set("start", strconv.FormatInt(start.Unix(), 10))
 	q.Set("end", strconv.FormatInt(end.Unix(), 10))
 	q.Set("step", strconv.FormatFloat(step.Seconds(), 'f', -1, 64))
-	// Every repeat is evaluated: the appliance's query_range cache
-	// (ui/rangecache) would answer repeats 2..n from the first, as
-	// VictoriaMetrics' would (it runs with -search.disableCache);
-	// Prometheus ignores the parameter.
-	q.Set("nocache", "1")
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/api/v1/query_range?"+q.Encode(), nil)
 	if err != nil {
 		return r, err
