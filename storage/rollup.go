@@ -753,9 +753,12 @@ var allSeries = []*labels.Matcher{labels.MustNewMatcher(labels.MatchNotEqual, la
 // partition whose index had just got new series was handed the set cached
 // before them, found no rows of the new series and wrote nothing for them,
 // and its windows counted as done: bench/tiers lost the last 23 hours of
-// its 5m tier so, when the backfill's last day reached the 1m tier's
-// December partition (until then holding only live series) in the same
-// downsampling pass whose 5m rollups read it (TestRollupSeesSeriesNewToAPartition).
+// its 5m tier so. The 1m tier's December partition held only live series
+// (cached by every 5m rollup since the start) until the pass that rolled
+// the backfill's last day up into it; that pass's 5m rollups read the
+// cached set, and only the one that reached back into November found the
+// backfilled series (through November's index). See
+// TestRollupSeesSeriesNewToAPartition.
 // The price is one more entry in that cache per rollup read after a
 // flush, evicted as the cache fills like any other.
 const flushLabel = "__rollup_flush__"
