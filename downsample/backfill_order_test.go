@@ -42,6 +42,12 @@ func windowCounts(t *testing.T, db *storage.DB, tier storage.Tier, name string, 
 // rollup tiers (older than raw), the last seven through raw, below the
 // watermark (late). Every 5m window must then hold what the 1m windows
 // under it hold.
+//
+// It passed before the fix of the 5m gap bench/tiers found too: the
+// downsampler marks and redoes the 5m windows over late 1m windows; the
+// gap came from VictoriaMetrics' tag-filters cache, which a run this small
+// and fast does not leave stale (storage's
+// TestRollupSeesSeriesNewToAPartition reaches that state).
 func TestTimeOrderedBackfillFillsEveryTier(t *testing.T) {
 	db := openDB(t, t.TempDir())
 	defer db.Close()
