@@ -62,7 +62,12 @@ func TestRollupSeesSeriesNewToAPartition(t *testing.T) {
 	require.Equal(t, 1, seriesIn(Tier1m, false))
 
 	for attempt := 1; ; attempt++ {
-		require.LessOrEqual(t, attempt, 5, "VictoriaMetrics reset its tag-filters cache before every read: the stale state was never reached")
+		if attempt > 10 {
+			// Nothing of the rollups ran in the stale state, so there is
+			// no answer to check; the fix's own part (a new filter after
+			// every flush) is TestRollupFiltersChangeAtFlush's.
+			t.Skip("VictoriaMetrics reset its tag-filters cache before every read in 10 attempts: the stale state was not reached")
+		}
 		commit(fmt.Sprintf("backfill_%d_total", attempt))
 		_, err := db.Rollup(ctx, Tier1m, start, end)
 		require.NoError(t, err)
@@ -85,4 +90,33 @@ func TestRollupSeesSeriesNewToAPartition(t *testing.T) {
 		require.Equal(t, 1+attempt, seriesIn(Tier5m, true), "5m series after a rollup that read the 1m tier while its cache was stale")
 		return
 	}
+}
+
+// TestRollupFiltersChangeAtFlush: every flush of a tier gives its rollup
+// reads filters VictoriaMetrics' tag-filters cache has not seen, and the
+// filters still match every series.
+func TestRollupFiltersChangeAtFlush(t *testing.T) {
+	db := openTestDB(t, t.TempDir(), nil)
+	key := func() string {
+		tfs, err := db.readFilters(Tier1m, allSeries)
+		require.NoError(t, err)
+		require.Len(t, tfs, 1)
+		return tfs[0].String()
+	}
+	before := key()
+	require.Equal(t, before, key(), "no flush: the same filters, served from the cache")
+	db.Flush()
+	after := key()
+	require.NotEqual(t, before, after, "a flush changes the filters")
+	require.Contains(t, after, flushLabel)
+
+	res := Tier5m.Resolution()
+	end := time.Now().Truncate(res).Add(-2 * res)
+	appendSamples(t, db, map[string][]sample{`x_total{a="1"}`: {{end.Add(-time.Minute).UnixMilli(), 1}}})
+	db.Flush()
+	tfs, err := db.readFilters(TierRaw, allSeries)
+	require.NoError(t, err)
+	n, err := db.scanSeries(context.Background(), TierRaw, tfs, end.Add(-res).UnixMilli(), end.UnixMilli(), 1000, func([]*series) error { return nil })
+	require.NoError(t, err)
+	require.Equal(t, 1, n, "the flush label matches every series")
 }
