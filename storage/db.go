@@ -457,7 +457,7 @@ func (db *DB) Flush() {
 	}
 	_ = db.head.flush(func() { // a failed write is counted and logged
 		for _, ts := range db.tiers {
-			ts.vm.DebugFlush()
+			ts.debugFlush()
 		}
 	}, true)
 }

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -737,6 +738,46 @@ func (b *rollupBatch) write() error {
 // allSeries matches every series.
 var allSeries = []*labels.Matcher{labels.MustNewMatcher(labels.MatchNotEqual, labels.MetricName, "")}
 
+// flushLabel is a label no series has: `flushLabel!="<n>"` matches every
+// series, and its value, the number of flushes of the tier read
+// (tierStore.flushes), makes the filters of every rollup read after a
+// flush new to VictoriaMetrics' tag-filters cache.
+//
+// VictoriaMetrics caches the series IDs each filter set matched, in each
+// index (one per monthly partition), and resets that cache when new index
+// entries become searchable: at once when DebugFlush finds them still
+// pending, but up to 10 s later (mergeset's flushCallbackInterval) when its
+// background flusher, every second, got them first. The rollup tiers use
+// the global index only, so `__name__!=""` has one cache key for every
+// time range of a partition. A rollup that read, in those seconds, a
+// partition whose index had just got new series was handed the set cached
+// before them, found no rows of the new series and wrote nothing for them,
+// and its windows counted as done: bench/tiers lost the last 23 hours of
+// its 5m tier so. The 1m tier's December partition held only live series
+// (cached by every 5m rollup since the start) until the pass that rolled
+// the backfill's last day up into it; that pass's 5m rollups read the
+// cached set, and only the one that reached back into November found the
+// backfilled series (through November's index). See
+// TestRollupSeesSeriesNewToAPartition.
+// The price is one more entry in that cache per rollup read after a
+// flush, evicted as the cache fills like any other.
+const flushLabel = "__rollup_flush__"
+
+// debugFlush makes everything written to the tier searchable and counts
+// the flush for readFilters.
+func (ts *tierStore) debugFlush() {
+	ts.vm.DebugFlush()
+	ts.flushes.Add(1)
+}
+
+// readFilters returns the filters for a rollup's read of tier: ms, and
+// flushLabel after the tier's last flush, so that the read sees every
+// series whose rows that flush made searchable.
+func (db *DB) readFilters(tier Tier, ms []*labels.Matcher) ([]*vmstorage.TagFilters, error) {
+	gen := labels.MustNewMatcher(labels.MatchNotEqual, flushLabel, strconv.FormatUint(db.tiers[tier].flushes.Load(), 10))
+	return toTagFilters(append(slices.Clip(ms), gen))
+}
+
 // Rollup writes the rollups of tier (1m or 5m) for the windows in
 // (start, end] from the next finer tier (raw for 1m, 1m for 5m). start and
 // end must be multiples of the tier's resolution.
@@ -765,19 +806,23 @@ func (db *DB) Rollup(ctx context.Context, tier Tier, start, end time.Time) (Roll
 		return st, nil
 	}
 	src := tier - 1
-	tfs, err := toTagFilters(allSeries)
-	if err != nil {
-		return st, err
-	}
 	if err := db.readLock(); err != nil {
 		return st, err
 	}
 	defer db.readUnlock()
 	b := db.newRollupBatch(tier)
 	if ts := db.tiers[tier]; s < ts.rolledUpTo.Load() || ts.maxT.Load() > s {
+		tfs, err := db.readFilters(tier, allSeries)
+		if err != nil {
+			return st, err
+		}
 		if b.held, err = db.loadHeld(ctx, tier, tfs, s+1, e); err != nil {
 			return st, fmt.Errorf("rollup into tier %s: %w", tier, err)
 		}
+	}
+	tfs, err := db.readFilters(src, allSeries)
+	if err != nil {
+		return st, err
 	}
 	kinds := make(map[string]bool)
 	n, err := db.scanSeries(ctx, src, tfs, s+1, e, db.opts.RollupPageSize, func(page []*series) error {
@@ -863,10 +908,6 @@ func (db *DB) rollupOld(rows []vmstorage.MetricRow) error {
 	if err != nil {
 		return fmt.Errorf("roll up old samples: %w", err)
 	}
-	tfs, err := toTagFilters([]*labels.Matcher{m})
-	if err != nil {
-		return fmt.Errorf("roll up old samples: %w", err)
-	}
 	db.rollupMu.Lock()
 	defer db.rollupMu.Unlock()
 	for _, tier := range []Tier{Tier1m, Tier5m} {
@@ -876,6 +917,10 @@ func (db *DB) rollupOld(rows []vmstorage.MetricRow) error {
 			// Older than the tier keeps: every row would be dropped
 			// (rollupBatch.add), so nothing to read, write or flush.
 			continue
+		}
+		tfs, err := db.readFilters(tier, []*labels.Matcher{m})
+		if err != nil {
+			return fmt.Errorf("roll up old samples: %w", err)
 		}
 		b.held, err = db.loadHeld(context.Background(), tier, tfs, window(minT, res)*res+1, windowEnd(maxT, res))
 		if err != nil {
@@ -891,7 +936,7 @@ func (db *DB) rollupOld(rows []vmstorage.MetricRow) error {
 			return err
 		}
 		// The next merge must find these rows.
-		db.tiers[tier].vm.DebugFlush()
+		db.tiers[tier].debugFlush()
 	}
 	return nil
 }

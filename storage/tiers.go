@@ -81,6 +81,10 @@ type tierStore struct {
 	rolledUpTo atomic.Int64
 	// minT and maxT are the oldest and newest timestamps written since Open.
 	minT, maxT atomic.Int64
+	// flushes counts the DebugFlush calls made through debugFlush
+	// (rollup.go): Rollup's reads name it, so that none of them reuses
+	// the series set VictoriaMetrics cached before the last flush.
+	flushes atomic.Uint64
 
 	// touched maps the months (UTC) of a rollup tier that got rows since
 	// Open and have not been compacted since to when they last got rows.
