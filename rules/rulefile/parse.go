@@ -289,8 +289,10 @@ func parseInstances(k, v *yaml.Node) (*Instances, []error) {
 				continue
 			}
 			for _, l := range val.Content {
-				if !model.LabelName(l.Value).IsValid() || l.Value == model.MetricNameLabel {
-					errorf(l.Line, "instances: by: invalid label name %q", l.Value)
+				// Legacy names only: they go into the generated PromQL's
+				// grouping unquoted.
+				if !model.LabelName(l.Value).IsValidLegacy() || l.Value == model.MetricNameLabel {
+					errorf(l.Line, "instances: by: invalid label name %q; want letters, digits and underscores, not starting with a digit", l.Value)
 				}
 				in.By = append(in.By, l.Value)
 			}

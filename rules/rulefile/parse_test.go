@@ -44,6 +44,13 @@ func TestParseExtensionErrors(t *testing.T) {
         instances: {all: true, by: [pod], max: 3}
         labels: {severity: P1}
 `, `6: unknown field "max" in instances; want min, ratio, all or by`)
+	// Found by CI's fuzzing: a name PromQL's grouping would need quoted.
+	f(`      - alert: A
+        expr: up == 0
+        instances: {ratio: 0.5, by: [instae c, npod, __name__]}
+        labels: {severity: P1}
+`, `6: instances: by: invalid label name "instae c"; want letters, digits and underscores, not starting with a digit`,
+		`6: instances: by: invalid label name "__name__"; want letters, digits and underscores, not starting with a digit`)
 	f(`      - alert: A
         expr: absent(up)
         instances: {all: true}
