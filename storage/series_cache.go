@@ -193,21 +193,9 @@ func marshalRawName(dst []byte, ls labels.Labels) ([]byte, error) {
 	start := len(dst)
 	var err error
 	ls.Range(func(l labels.Label) {
-		if l.Value == "" || err != nil {
-			return
+		if l.Value != "" && err == nil {
+			dst, err = appendRawLabel(dst, l.Name, l.Value)
 		}
-		name := l.Name
-		if name == labels.MetricName {
-			name = ""
-		}
-		if len(name) > math.MaxUint16 || len(l.Value) > math.MaxUint16 {
-			err = fmt.Errorf("%w: label %.64s", errLabelTooLong, l.Name)
-			return
-		}
-		dst = append(dst, byte(len(name)>>8), byte(len(name)))
-		dst = append(dst, name...)
-		dst = append(dst, byte(len(l.Value)>>8), byte(len(l.Value)))
-		dst = append(dst, l.Value...)
 	})
 	if err != nil {
 		return dst[:start], err
