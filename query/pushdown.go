@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/prometheus/model/labels"
@@ -402,19 +404,16 @@ func (pq *pushdownQuery) evaluate(ctx context.Context) (annotations.Annotations,
 	return annos, true
 }
 
-// floatSeries is one input series' samples, stale markers dropped.
-type floatSeries struct {
-	lset labels.Labels
-	pts  []promql.FPoint
-	sts  []int64
-}
-
 // aggState is one group's aggregation at one step (the engine's
 // groupedAggregation, floats only).
 type aggState struct {
 	value, mean, kahanC, count float64
 	seen, incrementalMean      bool
 }
+
+// maxBatchValues bounds the per-step values a batch of series holds at
+// once (see evaluateOne): 1M steps, 9 MB.
+const maxBatchValues = 1 << 20
 
 func (pq *pushdownQuery) evaluateOne(ctx context.Context, q storage.Querier, p *pushedExpr) (annotations.Annotations, bool) {
 	rng := p.ms.Range.Milliseconds()
@@ -428,7 +427,6 @@ func (pq *pushdownQuery) evaluateOne(ctx context.Context, q storage.Querier, p *
 	set := q.Select(ctx, false, hints, p.vs.LabelMatchers...)
 	var annos annotations.Annotations
 	numSteps := int((pq.end-pq.start)/pq.step) + 1
-	withST := pq.useST && startTimestampFuncs[p.call.Func.Name]
 
 	// The engine's grouping (rangeEvalAgg).
 	var grouping []string
@@ -441,158 +439,138 @@ func (pq *pushdownQuery) evaluateOne(ctx context.Context, q storage.Querier, p *
 	var states [][]aggState // per group, per step
 	var out []stepValues
 	seenLabels := make(map[string]bool)
-
-	values := make([]float64, numSteps)
-	has := make([]bool, numSteps)
-	inMatrix := make(promql.Matrix, 1)
-	enh := &promql.EvalNodeHelper{Out: make(promql.Vector, 0, 1), LookbackDelta: pq.lookback}
-	var vectorVals []promql.Vector
-	var fs floatSeries
-	var it chunkenc.Iterator
 	var buf []byte
-	isRate := p.call.Func.Name == "rate" || p.call.Func.Name == "increase"
-	extreme := p.call.Func.Name == "max_over_time" || p.call.Func.Name == "min_over_time"
-	ext := slidingExtreme{max: p.call.Func.Name == "max_over_time"}
-	// rate and increase of a window without a counter reset (and
-	// without start timestamps) in constant time: see counterRate.
-	counter := isRate && !withST
-	cr := counterRate{isRate: p.call.Func.Name == "rate", rangeMs: rng, rangeSeconds: p.ms.Range.Seconds()}
-	var resets []int32
 
+	// Series are evaluated in batches: each series' values at every step
+	// in parallel, one series per task (the engine evaluates a query on
+	// one core), then folded into their groups one after another in the
+	// order the storage returned them, so that every float operation of
+	// the aggregation happens in the engine's order.
+	workers := runtime.GOMAXPROCS(0)
+	batchSize := max(workers, min(1024, maxBatchValues/numSteps))
+	evals := make([]*seriesEval, workers)
+	for w := range evals {
+		evals[w] = newSeriesEval(pq, p, hints)
+	}
+	values := make([]float64, batchSize*numSteps)
+	has := make([]bool, batchSize*numSteps)
+	points := make([]int, batchSize)
+	batch := make([]storage.Series, 0, batchSize)
+
+	// fold adds the batch's results to out or their groups.
+	foldBatch := func() bool {
+		for i, s := range batch {
+			if points[i] == 0 {
+				continue
+			}
+			vals, hs := values[i*numSteps:(i+1)*numSteps], has[i*numSteps:(i+1)*numSteps]
+			lset := s.Labels()
+			if evals[0].isRate {
+				if name := lset.Get(labels.MetricName); name != "" &&
+					!strings.HasSuffix(name, "_total") && !strings.HasSuffix(name, "_sum") &&
+					!strings.HasSuffix(name, "_count") && !strings.HasSuffix(name, "_bucket") {
+					annos.Add(annotations.NewPossibleNonCounterInfo(name, p.call.Args[0].PositionRange()))
+				}
+			}
+			// The function's result labels, as the engine gives them.
+			metric := lset
+			if !pq.delayed {
+				metric = metric.DropReserved(schema.IsMetadataLabel)
+			}
+			if !pq.delayed {
+				// The engine merges the results of series whose labels
+				// are the same without their names, or fails when they
+				// overlap: its answer, not the pushdown's.
+				buf = metric.Bytes(buf)
+				if seenLabels[string(buf)] {
+					return false
+				}
+				seenLabels[string(buf)] = true
+			}
+			if p.agg == nil {
+				out = append(out, stepValues{metric, slices.Clone(vals), slices.Clone(hs)})
+				continue
+			}
+			var key uint64
+			switch {
+			case p.agg.Without:
+				key, buf = metric.HashWithoutLabels(buf, grouping...)
+			case len(grouping) > 0:
+				key, buf = metric.HashForLabels(buf, grouping...)
+			}
+			g, ok := groupIndex[key]
+			if !ok {
+				g = len(groupLabels)
+				groupIndex[key] = g
+				groupLabels = append(groupLabels, groupingLabels(metric, p.agg.Without, grouping))
+				states = append(states, make([]aggState, numSteps))
+			}
+			fold(p.agg.Op, states[g], vals, hs)
+		}
+		return true
+	}
+	runBatch := func() bool {
+		var next atomic.Int64
+		var failed atomic.Bool
+		var wg sync.WaitGroup
+		// Only series held in memory are read on several goroutines at
+		// once: the iterators of one Prometheus TSDB querier (the
+		// compliance suite's storage) share its head chunk reader's
+		// cache (headChunkReader.getOrCollectHeadChunks), which the race
+		// detector shows them racing on.
+		n := min(workers, len(batch))
+		for _, s := range batch {
+			if _, ok := s.(inMemorySamples); !ok || evals[0].withST {
+				n = 1
+				break
+			}
+		}
+		for _, e := range evals[:n] {
+			wg.Go(func() {
+				for !failed.Load() {
+					i := int(next.Add(1) - 1)
+					if i >= len(batch) {
+						return
+					}
+					n, ok := e.eval(batch[i], values[i*numSteps:(i+1)*numSteps], has[i*numSteps:(i+1)*numSteps])
+					if !ok || ctx.Err() != nil {
+						failed.Store(true)
+						return
+					}
+					points[i] = n
+				}
+			})
+		}
+		wg.Wait()
+		for _, e := range evals {
+			annos.Merge(e.annos)
+			e.annos = nil
+		}
+		ok := !failed.Load() && foldBatch()
+		batch = batch[:0]
+		return ok
+	}
 	for set.Next() {
-		s := set.At()
-		fs.lset = s.Labels()
-		fs.pts, fs.sts = fs.pts[:0], fs.sts[:0]
-		it = s.Iterator(it)
-		for vt := it.Next(); vt != chunkenc.ValNone; vt = it.Next() {
-			if vt != chunkenc.ValFloat {
-				return nil, false // native histograms: the engine's
-			}
-			t, f := it.At()
-			if value.IsStaleNaN(f) || t < hints.Start || t > hints.End {
-				continue
-			}
-			fs.pts = append(fs.pts, promql.FPoint{T: t, F: f})
-			if withST {
-				fs.sts = append(fs.sts, it.AtST())
-			}
-		}
-		if it.Err() != nil {
+		batch = append(batch, set.At())
+		if len(batch) == batchSize && !runBatch() {
 			return nil, false
 		}
-		if err := ctx.Err(); err != nil {
-			return nil, false
-		}
-		inMatrix[0].Metric = fs.lset
-		points := 0
-		lo, hi := 0, 0
-		ext.reset()
-		if counter {
-			resets = countResets(resets, fs.pts)
-		}
-		for k := range numSteps {
-			has[k] = false
-			ts := pq.start + int64(k)*pq.step
-			for hi < len(fs.pts) && fs.pts[hi].T <= ts {
-				if extreme {
-					ext.push(fs.pts, hi)
-				}
-				hi++
-			}
-			for lo < hi && fs.pts[lo].T <= ts-rng {
-				lo++
-			}
-			if lo == hi {
-				continue
-			}
-			if extreme {
-				if f, ok := ext.at(fs.pts, lo); ok {
-					values[k], has[k] = f, true
-					points++
-					continue
-				}
-			}
-			if counter && resets[hi-1] == resets[lo] {
-				if hi-lo < 2 {
-					continue // one sample: no rate
-				}
-				values[k], has[k] = cr.at(fs.pts[lo], fs.pts[hi-1], hi-lo-1, ts), true
-				points++
-				continue
-			}
-			inMatrix[0].Floats = fs.pts[lo:hi]
-			enh.Ts = ts
-			enh.StartTimestamps = nil
-			if withST {
-				enh.StartTimestamps = &promql.StartTimestamps{Floats: fs.sts[lo:hi]}
-			}
-			outVec, a := p.fn(vectorVals, inMatrix, p.call.Args, enh)
-			annos.Merge(a)
-			enh.Out = outVec[:0]
-			if len(outVec) > 0 {
-				if outVec[0].H != nil {
-					return nil, false
-				}
-				values[k], has[k] = outVec[0].F, true
-				points++
-			}
-		}
-		if points == 0 {
-			continue
-		}
-		if isRate {
-			if name := fs.lset.Get(labels.MetricName); name != "" &&
-				!strings.HasSuffix(name, "_total") && !strings.HasSuffix(name, "_sum") &&
-				!strings.HasSuffix(name, "_count") && !strings.HasSuffix(name, "_bucket") {
-				annos.Add(annotations.NewPossibleNonCounterInfo(name, p.call.Args[0].PositionRange()))
-			}
-		}
-		// The function's result labels, as the engine gives them.
-		metric := fs.lset
-		if !pq.delayed {
-			metric = metric.DropReserved(schema.IsMetadataLabel)
-		}
-		if !pq.delayed {
-			// The engine merges the results of series whose labels
-			// are the same without their names, or fails when they
-			// overlap: its answer, not the pushdown's.
-			buf = metric.Bytes(buf)
-			if seenLabels[string(buf)] {
-				return nil, false
-			}
-			seenLabels[string(buf)] = true
-		}
-		if p.agg == nil {
-			out = append(out, stepValues{metric, slices.Clone(values), slices.Clone(has)})
-			continue
-		}
-		var key uint64
-		switch {
-		case p.agg.Without:
-			key, buf = metric.HashWithoutLabels(buf, grouping...)
-		case len(grouping) > 0:
-			key, buf = metric.HashForLabels(buf, grouping...)
-		}
-		g, ok := groupIndex[key]
-		if !ok {
-			g = len(groupLabels)
-			groupIndex[key] = g
-			groupLabels = append(groupLabels, groupingLabels(metric, p.agg.Without, grouping))
-			states = append(states, make([]aggState, numSteps))
-		}
-		fold(p.agg.Op, states[g], values, has)
+	}
+	if len(batch) > 0 && !runBatch() {
+		return nil, false
 	}
 	if set.Err() != nil {
 		return nil, false
 	}
 	annos.Merge(set.Warnings())
 	if p.agg != nil {
+		vals, hs := values[:numSteps], has[:numSteps]
 		for g, lset := range groupLabels {
 			st := states[g]
 			for k := range st {
-				values[k], has[k] = final(p.agg.Op, &st[k]), st[k].seen
+				vals[k], hs[k] = final(p.agg.Op, &st[k]), st[k].seen
 			}
-			out = append(out, stepValues{lset, slices.Clone(values), slices.Clone(has)})
+			out = append(out, stepValues{lset, slices.Clone(vals), slices.Clone(hs)})
 		}
 	}
 	p.result = pq.precomputed(out)
@@ -603,6 +581,152 @@ func (pq *pushdownQuery) evaluateOne(ctx context.Context, q storage.Querier, p *
 		p.result, p.forced = pq.precomputed(hq), forced
 	}
 	return annos, true
+}
+
+// inMemorySamples is a series whose float samples are in memory, sorted
+// by time, one per timestamp (the appliance's storage): the pushdown
+// reads them without an iterator.
+type inMemorySamples interface {
+	FloatSamples() (ts []int64, vs []float64)
+}
+
+// seriesEval evaluates the pushed function of one series at every step;
+// each worker of evaluateOne owns one.
+type seriesEval struct {
+	pq    *pushdownQuery
+	p     *pushedExpr
+	hints *storage.SelectHints
+	rng   int64
+
+	withST, isRate, extreme, counter bool
+	cr                               counterRate
+
+	pts      []promql.FPoint // the series' samples, stale markers dropped
+	sts      []int64
+	it       chunkenc.Iterator
+	inMatrix promql.Matrix
+	enh      *promql.EvalNodeHelper
+	ext      slidingExtreme
+	resets   []int32
+	annos    annotations.Annotations
+}
+
+func newSeriesEval(pq *pushdownQuery, p *pushedExpr, hints *storage.SelectHints) *seriesEval {
+	name := p.call.Func.Name
+	e := &seriesEval{
+		pq: pq, p: p, hints: hints, rng: hints.Range,
+		withST:   pq.useST && startTimestampFuncs[name],
+		isRate:   name == "rate" || name == "increase",
+		extreme:  name == "max_over_time" || name == "min_over_time",
+		inMatrix: make(promql.Matrix, 1),
+		enh:      &promql.EvalNodeHelper{Out: make(promql.Vector, 0, 1), LookbackDelta: pq.lookback},
+		ext:      slidingExtreme{max: name == "max_over_time"},
+		cr:       counterRate{isRate: name == "rate", rangeMs: hints.Range, rangeSeconds: p.ms.Range.Seconds()},
+	}
+	// rate and increase of a window without a counter reset (and
+	// without start timestamps) in constant time: see counterRate.
+	e.counter = e.isRate && !e.withST
+	return e
+}
+
+// load reads s's samples in the selector's range into e.pts (and e.sts);
+// false for a native histogram sample or a failed read.
+func (e *seriesEval) load(s storage.Series) bool {
+	e.pts, e.sts = e.pts[:0], e.sts[:0]
+	if m, ok := s.(inMemorySamples); ok && !e.withST {
+		ts, vs := m.FloatSamples()
+		lo, _ := slices.BinarySearch(ts, e.hints.Start)
+		hi, found := slices.BinarySearch(ts, e.hints.End)
+		if found {
+			hi++
+		}
+		e.pts = slices.Grow(e.pts, hi-lo)
+		for i := lo; i < hi; i++ {
+			if !value.IsStaleNaN(vs[i]) {
+				e.pts = append(e.pts, promql.FPoint{T: ts[i], F: vs[i]})
+			}
+		}
+		return true
+	}
+	e.it = s.Iterator(e.it)
+	for vt := e.it.Next(); vt != chunkenc.ValNone; vt = e.it.Next() {
+		if vt != chunkenc.ValFloat {
+			return false // native histograms: the engine's
+		}
+		t, f := e.it.At()
+		if value.IsStaleNaN(f) || t < e.hints.Start || t > e.hints.End {
+			continue
+		}
+		e.pts = append(e.pts, promql.FPoint{T: t, F: f})
+		if e.withST {
+			e.sts = append(e.sts, e.it.AtST())
+		}
+	}
+	return e.it.Err() == nil
+}
+
+// eval writes s's value at each step into values and has and returns
+// how many steps have one; false when the query must run on the engine.
+func (e *seriesEval) eval(s storage.Series, values []float64, has []bool) (int, bool) {
+	if !e.load(s) {
+		return 0, false
+	}
+	pq, pts := e.pq, e.pts
+	e.inMatrix[0].Metric = s.Labels()
+	points := 0
+	lo, hi := 0, 0
+	e.ext.reset()
+	if e.counter {
+		e.resets = countResets(e.resets, pts)
+	}
+	for k := range values {
+		has[k] = false
+		ts := pq.start + int64(k)*pq.step
+		for hi < len(pts) && pts[hi].T <= ts {
+			if e.extreme {
+				e.ext.push(pts, hi)
+			}
+			hi++
+		}
+		for lo < hi && pts[lo].T <= ts-e.rng {
+			lo++
+		}
+		if lo == hi {
+			continue
+		}
+		if e.extreme {
+			if f, ok := e.ext.at(pts, lo); ok {
+				values[k], has[k] = f, true
+				points++
+				continue
+			}
+		}
+		if e.counter && e.resets[hi-1] == e.resets[lo] {
+			if hi-lo < 2 {
+				continue // one sample: no rate
+			}
+			values[k], has[k] = e.cr.at(pts[lo], pts[hi-1], hi-lo-1, ts), true
+			points++
+			continue
+		}
+		e.inMatrix[0].Floats = pts[lo:hi]
+		e.enh.Ts = ts
+		e.enh.StartTimestamps = nil
+		if e.withST {
+			e.enh.StartTimestamps = &promql.StartTimestamps{Floats: e.sts[lo:hi]}
+		}
+		outVec, a := e.p.fn(nil, e.inMatrix, e.p.call.Args, e.enh)
+		e.annos.Merge(a)
+		e.enh.Out = outVec[:0]
+		if len(outVec) > 0 {
+			if outVec[0].H != nil {
+				return 0, false
+			}
+			values[k], has[k] = outVec[0].F, true
+			points++
+		}
+	}
+	return points, true
 }
 
 func (pq *pushdownQuery) precomputed(in []stepValues) []storage.Series {
