@@ -46,6 +46,7 @@ type options struct {
 	days         int
 	interval     time.Duration
 	queries      int
+	warm         int
 	seed         uint64
 	only         []string
 	batchSamples int
@@ -64,6 +65,7 @@ func parseFlags() (options, error) {
 	flag.IntVar(&o.days, "days", 90, "days of data to backfill, ending now")
 	flag.DurationVar(&o.interval, "interval", 15*time.Second, "sample interval (must divide 5m)")
 	flag.IntVar(&o.queries, "queries", 5, "timed repeats of each query; the median is reported")
+	flag.IntVar(&o.warm, "warm", 1, "untimed runs of each query before its timed repeats, in every system (the first run after a start also pays for the start's own work and cold caches)")
 	flag.Uint64Var(&o.seed, "seed", 1, "generator seed; every system gets the same data")
 	flag.StringVar(&only, "only", "appliance,victoriametrics,prometheus", "comma-separated systems to run, in this order")
 	flag.IntVar(&o.batchSamples, "batch-samples", 100_000, "samples per import request (rounded to whole 5-minute windows)")
@@ -73,7 +75,7 @@ func parseFlags() (options, error) {
 	if err := harness.ParseFlags(flag.CommandLine, os.Args[1:]); err != nil {
 		return o, err
 	}
-	if o.series < history.SeriesPerGroup || o.models < 1 || o.days < 1 || o.queries < 1 || o.batchSamples < 1 {
+	if o.series < history.SeriesPerGroup || o.models < 1 || o.days < 1 || o.queries < 1 || o.warm < 0 || o.batchSamples < 1 {
 		return o, fmt.Errorf("need -series >= %d, -models, -days, -queries, -batch-samples >= 1", history.SeriesPerGroup)
 	}
 	if o.interval <= 0 || (5*time.Minute)%o.interval != 0 || o.interval%time.Millisecond != 0 {

@@ -114,7 +114,7 @@ func (r *report) markdown() string {
 			ct.AddRow(crow...)
 		}
 	}
-	fmt.Fprintf(&b, "### query_range, median of %d (wall time, loopback)\n\n%s\n", r.opts.queries, qt.Markdown())
+	fmt.Fprintf(&b, "### query_range, median of %d after %d untimed (wall time, loopback)\n\n%s\n", r.opts.queries, r.opts.warm, qt.Markdown())
 	fmt.Fprintf(&b, "p95 latency = `%s`; max queue = `%s`. Ranges end at %s; the step is range/500, rounded to whole 5 minutes from 7 days on, up to whole 15 s below. "+
 		"Goals (issue 17): every range from 1h to 7d at least as fast as VictoriaMetrics (ratio ≤ 1); at 30 and 90 days ≥ 5× faster than VictoriaMetrics and ≥ 20× faster than Prometheus.\n\n",
 		benchQueries[0].expr, benchQueries[1].expr, r.cfg.End.Format(time.DateTime))

@@ -227,6 +227,11 @@ func runSystem(ctx context.Context, sys system, b bins, cfg history.Config, o op
 			qr := &queryResult{}
 			res.queries[key] = qr
 			start, end, step := queryWindow(cfg.End, rng)
+			for range o.warm {
+				if _, err := timeQuery(ctx, base, q.expr, start, end, step, sys.queryParams); err != nil {
+					return nil, fmt.Errorf("query %s over %s: %w", q.name, rangeName(rng), err)
+				}
+			}
 			for i := 0; i < o.queries; i++ {
 				r, err := timeQuery(ctx, base, q.expr, start, end, step, sys.queryParams)
 				if err != nil {
