@@ -599,6 +599,7 @@ type seriesEval struct {
 	rng   int64
 
 	withST, isRate, extreme, counter bool
+	disjoint                         bool // windows do not overlap: no sliding extreme
 	cr                               counterRate
 
 	pts      []promql.FPoint // the series' samples, stale markers dropped
@@ -626,6 +627,10 @@ func newSeriesEval(pq *pushdownQuery, p *pushedExpr, hints *storage.SelectHints)
 	// rate and increase of a window without a counter reset (and
 	// without start timestamps) in constant time: see counterRate.
 	e.counter = e.isRate && !e.withST
+	// A step at least the range (a 30-day chart of max_over_time[1h])
+	// uses each sample in one window at most: a scan of each window
+	// costs less than the sliding window's bookkeeping of every sample.
+	e.disjoint = e.extreme && pq.step >= hints.Range
 	return e
 }
 
@@ -683,7 +688,7 @@ func (e *seriesEval) eval(s storage.Series, values []float64, has []bool) (int, 
 		has[k] = false
 		ts := pq.start + int64(k)*pq.step
 		for hi < len(pts) && pts[hi].T <= ts {
-			if e.extreme {
+			if e.extreme && !e.disjoint {
 				e.ext.push(pts, hi)
 			}
 			hi++
@@ -695,7 +700,13 @@ func (e *seriesEval) eval(s storage.Series, values []float64, has []bool) (int, 
 			continue
 		}
 		if e.extreme {
-			if f, ok := e.ext.at(pts, lo); ok {
+			f, ok := 0.0, false
+			if e.disjoint {
+				f, ok = windowExtreme(pts[lo:hi], e.ext.max)
+			} else {
+				f, ok = e.ext.at(pts, lo)
+			}
+			if ok {
 				values[k], has[k] = f, true
 				points++
 				continue
@@ -910,6 +921,34 @@ func (s *slidingExtreme) push(pts []promql.FPoint, i int) {
 		break
 	}
 	s.idx = append(s.idx, i)
+}
+
+// windowExtreme is max_over_time (min_over_time) of one window by a
+// scan, with slidingExtreme's answer: the first of equal values, NaN
+// only when all are (ok false, left to the function).
+func windowExtreme(pts []promql.FPoint, max bool) (float64, bool) {
+	i := 0
+	for i < len(pts) && math.IsNaN(pts[i].F) {
+		i++
+	}
+	if i == len(pts) {
+		return 0, false
+	}
+	m := pts[i].F
+	if max {
+		for _, p := range pts[i+1:] {
+			if p.F > m { // false for NaN
+				m = p.F
+			}
+		}
+	} else {
+		for _, p := range pts[i+1:] {
+			if p.F < m {
+				m = p.F
+			}
+		}
+	}
+	return m, true
 }
 
 // at drops the points before lo and returns the window's extreme.

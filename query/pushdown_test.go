@@ -268,7 +268,8 @@ func requireSameResult(t *testing.T, want, got rangeResult, format string, args 
 	}
 }
 
-// TestSlidingExtreme: the sliding max and min give Prometheus'
+// TestSlidingExtreme: the sliding max and min, and the scan of one
+// window (windowExtreme), give Prometheus'
 // max_over_time and min_over_time bit for bit on every window of random
 // points full of NaN, ±Inf, 0 and -0 and ties, or leave the window to the
 // function (NaNs only).
@@ -295,6 +296,9 @@ func TestSlidingExtreme(t *testing.T) {
 				want, _ := fn(nil, promql.Matrix{{Floats: pts[lo:hi]}}, args, enh)
 				require.Len(t, want, 1)
 				got, ok := ext.at(pts, lo)
+				scan, scanOK := windowExtreme(pts[lo:hi], ext.max)
+				require.Equal(t, ok, scanOK)
+				require.Equal(t, math.Float64bits(got), math.Float64bits(scan), "scan of %v", pts[lo:hi])
 				if !ok {
 					for _, p := range pts[lo:hi] {
 						require.True(t, math.IsNaN(p.F), "a window with a number is answered")
