@@ -60,8 +60,12 @@
 // per step: max_over_time and min_over_time (a monotonic queue keeping
 // the earliest of equal values, NaN skipped as the function skips it),
 // and rate/increase of a window without a counter reset (the function's
-// float operations on the first and last samples, in its order). Groups
-// fold values as the engine's aggregation does (the same Kahan sum, the
+// float operations on the first and last samples, in its order); where
+// the step is at least the range, windows do not overlap and a scan of
+// each window replaces the queue. Series are evaluated in batches, each
+// series' values at every step on its own core (the engine evaluates a
+// query on one), then folded one after another: groups fold values as
+// the engine's aggregation does (the same Kahan sum, the
 // same incremental mean, the same NaN rules, series in the storage's
 // order), and histogram_quantile calls promql.BucketQuantile with the
 // buckets in the order the engine's vector holds them. So the answer is
