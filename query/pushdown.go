@@ -452,9 +452,10 @@ func (pq *pushdownQuery) evaluateOne(ctx context.Context, q storage.Querier, p *
 	for w := range evals {
 		evals[w] = newSeriesEval(pq, p, hints)
 	}
-	values := make([]float64, batchSize*numSteps)
-	has := make([]bool, batchSize*numSteps)
-	points := make([]int, batchSize)
+	// Sized by the batch, not batchSize: most queries have few series.
+	var values []float64
+	var has []bool
+	var points []int
 	batch := make([]storage.Series, 0, batchSize)
 
 	// fold adds the batch's results to out or their groups.
@@ -510,6 +511,9 @@ func (pq *pushdownQuery) evaluateOne(ctx context.Context, q storage.Querier, p *
 		return true
 	}
 	runBatch := func() bool {
+		if n := len(batch) * numSteps; len(values) < n {
+			values, has, points = make([]float64, n), make([]bool, n), make([]int, len(batch))
+		}
 		var next atomic.Int64
 		var failed atomic.Bool
 		var wg sync.WaitGroup
@@ -564,7 +568,7 @@ func (pq *pushdownQuery) evaluateOne(ctx context.Context, q storage.Querier, p *
 	}
 	annos.Merge(set.Warnings())
 	if p.agg != nil {
-		vals, hs := values[:numSteps], has[:numSteps]
+		vals, hs := make([]float64, numSteps), make([]bool, numSteps)
 		for g, lset := range groupLabels {
 			st := states[g]
 			for k := range st {
