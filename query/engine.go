@@ -115,8 +115,9 @@ type Engine struct {
 	// features are the language features the engine runs with.
 	features features
 	// pushed and fellBack count the range queries the pushdown evaluated
-	// and those it handed back to the engine whole (tests read them).
-	pushed, fellBack atomic.Int64
+	// and those it handed back to the engine whole, visited the reads it
+	// made through a SeriesVisitor (tests read them).
+	pushed, fellBack, visited atomic.Int64
 }
 
 // features are the PromQL language features an engine enables. The

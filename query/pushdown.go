@@ -2,6 +2,7 @@ package query
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"runtime"
@@ -424,7 +425,6 @@ func (pq *pushdownQuery) evaluateOne(ctx context.Context, q storage.Querier, p *
 		Range: rng,
 		Func:  p.call.Func.Name,
 	}
-	set := q.Select(ctx, false, hints, p.vs.LabelMatchers...)
 	var annos annotations.Annotations
 	numSteps := int((pq.end-pq.start)/pq.step) + 1
 
@@ -458,55 +458,58 @@ func (pq *pushdownQuery) evaluateOne(ctx context.Context, q storage.Querier, p *
 	var points []int
 	batch := make([]storage.Series, 0, batchSize)
 
-	// fold adds the batch's results to out or their groups.
+	// foldOne adds one series' values to out or its group; false when
+	// the query must run on the engine.
+	foldOne := func(lset labels.Labels, vals []float64, hs []bool) bool {
+		if evals[0].isRate {
+			if name := lset.Get(labels.MetricName); name != "" &&
+				!strings.HasSuffix(name, "_total") && !strings.HasSuffix(name, "_sum") &&
+				!strings.HasSuffix(name, "_count") && !strings.HasSuffix(name, "_bucket") {
+				annos.Add(annotations.NewPossibleNonCounterInfo(name, p.call.Args[0].PositionRange()))
+			}
+		}
+		// The function's result labels, as the engine gives them.
+		metric := lset
+		if !pq.delayed {
+			metric = metric.DropReserved(schema.IsMetadataLabel)
+		}
+		if !pq.delayed {
+			// The engine merges the results of series whose labels
+			// are the same without their names, or fails when they
+			// overlap: its answer, not the pushdown's.
+			buf = metric.Bytes(buf)
+			if seenLabels[string(buf)] {
+				return false
+			}
+			seenLabels[string(buf)] = true
+		}
+		if p.agg == nil {
+			out = append(out, stepValues{metric, slices.Clone(vals), slices.Clone(hs)})
+			return true
+		}
+		var key uint64
+		switch {
+		case p.agg.Without:
+			key, buf = metric.HashWithoutLabels(buf, grouping...)
+		case len(grouping) > 0:
+			key, buf = metric.HashForLabels(buf, grouping...)
+		}
+		g, ok := groupIndex[key]
+		if !ok {
+			g = len(groupLabels)
+			groupIndex[key] = g
+			groupLabels = append(groupLabels, groupingLabels(metric, p.agg.Without, grouping))
+			states = append(states, make([]aggState, numSteps))
+		}
+		fold(p.agg.Op, states[g], vals, hs)
+		return true
+	}
+	// foldBatch folds the batch's results in the storage's order.
 	foldBatch := func() bool {
 		for i, s := range batch {
-			if points[i] == 0 {
-				continue
+			if points[i] > 0 && !foldOne(s.Labels(), values[i*numSteps:(i+1)*numSteps], has[i*numSteps:(i+1)*numSteps]) {
+				return false
 			}
-			vals, hs := values[i*numSteps:(i+1)*numSteps], has[i*numSteps:(i+1)*numSteps]
-			lset := s.Labels()
-			if evals[0].isRate {
-				if name := lset.Get(labels.MetricName); name != "" &&
-					!strings.HasSuffix(name, "_total") && !strings.HasSuffix(name, "_sum") &&
-					!strings.HasSuffix(name, "_count") && !strings.HasSuffix(name, "_bucket") {
-					annos.Add(annotations.NewPossibleNonCounterInfo(name, p.call.Args[0].PositionRange()))
-				}
-			}
-			// The function's result labels, as the engine gives them.
-			metric := lset
-			if !pq.delayed {
-				metric = metric.DropReserved(schema.IsMetadataLabel)
-			}
-			if !pq.delayed {
-				// The engine merges the results of series whose labels
-				// are the same without their names, or fails when they
-				// overlap: its answer, not the pushdown's.
-				buf = metric.Bytes(buf)
-				if seenLabels[string(buf)] {
-					return false
-				}
-				seenLabels[string(buf)] = true
-			}
-			if p.agg == nil {
-				out = append(out, stepValues{metric, slices.Clone(vals), slices.Clone(hs)})
-				continue
-			}
-			var key uint64
-			switch {
-			case p.agg.Without:
-				key, buf = metric.HashWithoutLabels(buf, grouping...)
-			case len(grouping) > 0:
-				key, buf = metric.HashForLabels(buf, grouping...)
-			}
-			g, ok := groupIndex[key]
-			if !ok {
-				g = len(groupLabels)
-				groupIndex[key] = g
-				groupLabels = append(groupLabels, groupingLabels(metric, p.agg.Without, grouping))
-				states = append(states, make([]aggState, numSteps))
-			}
-			fold(p.agg.Op, states[g], vals, hs)
 		}
 		return true
 	}
@@ -554,6 +557,23 @@ func (pq *pushdownQuery) evaluateOne(ctx context.Context, q storage.Querier, p *
 		batch = batch[:0]
 		return ok
 	}
+	if sv, ok := q.(SeriesVisitor); ok && !evals[0].withST {
+		results, a, handled, ok := pq.visit(ctx, sv, p, hints, numSteps)
+		if handled {
+			pq.e.visited.Add(1)
+			if !ok {
+				return nil, false
+			}
+			annos.Merge(a)
+			for _, r := range results {
+				if !foldOne(r.lset, r.values, r.has) {
+					return nil, false
+				}
+			}
+			return annos, pq.finish(p, out, states, groupLabels, numSteps)
+		}
+	}
+	set := q.Select(ctx, false, hints, p.vs.LabelMatchers...)
 	for set.Next() {
 		batch = append(batch, set.At())
 		if len(batch) == batchSize && !runBatch() {
@@ -567,6 +587,11 @@ func (pq *pushdownQuery) evaluateOne(ctx context.Context, q storage.Querier, p *
 		return nil, false
 	}
 	annos.Merge(set.Warnings())
+	return annos, pq.finish(p, out, states, groupLabels, numSteps)
+}
+
+// finish makes p's result from the folded series or groups.
+func (pq *pushdownQuery) finish(p *pushedExpr, out []stepValues, states [][]aggState, groupLabels []labels.Labels, numSteps int) bool {
 	if p.agg != nil {
 		vals, hs := make([]float64, numSteps), make([]bool, numSteps)
 		for g, lset := range groupLabels {
@@ -584,7 +609,65 @@ func (pq *pushdownQuery) evaluateOne(ctx context.Context, q storage.Querier, p *
 		hq, forced := pq.histogramQuantile(p, out, &p.hqAnnos)
 		p.result, p.forced = pq.precomputed(hq), forced
 	}
-	return annos, true
+	return true
+}
+
+// SeriesVisitor is implemented by a storage.Querier that can hand each
+// series of a read to a function on every core, in no particular order,
+// each series' samples in a buffer reused for the next (storage.DB's
+// tiered querier, storage.VisitFunc): no slice per series, no copy. It
+// visits what Select with these hints and matchers returns, with w only
+// the samples in its windows (StepSelecter); handled false means it
+// cannot for this read and visited nothing.
+type SeriesVisitor interface {
+	VisitSeries(ctx context.Context, hints *storage.SelectHints, w *stepWindows, visit func(lset labels.Labels, ts []int64, vs []float64) error, ms ...*labels.Matcher) (handled bool, err error)
+}
+
+// visited is one series' values at every step.
+type visited struct {
+	lset   labels.Labels
+	values []float64
+	has    []bool
+}
+
+// errFallback stops a visit whose query must run on the engine.
+var errFallback = errors.New("pushdown: the engine's")
+
+// visit evaluates p over the series sv visits and returns their values
+// sorted by labels, the order Select returns them in, so that they fold
+// as the engine folds them. ok is false when the query must run on the
+// engine (or the read failed: the engine reads again and answers).
+func (pq *pushdownQuery) visit(ctx context.Context, sv SeriesVisitor, p *pushedExpr, hints *storage.SelectHints, numSteps int) (results []visited, annos annotations.Annotations, handled, ok bool) {
+	var mu sync.Mutex
+	evals := sync.Pool{New: func() any { return newSeriesEval(pq, p, hints) }}
+	handled, err := sv.VisitSeries(ctx, hints, nil, func(lset labels.Labels, ts []int64, vs []float64) error {
+		e := evals.Get().(*seriesEval)
+		defer evals.Put(e)
+		e.loadSlices(ts, vs)
+		r := visited{lset, make([]float64, numSteps), make([]bool, numSteps)}
+		n, ok := e.evalLoaded(lset, r.values, r.has)
+		if !ok {
+			return errFallback
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if len(e.annos) > 0 {
+			annos.Merge(e.annos)
+			e.annos = nil
+		}
+		if n > 0 {
+			results = append(results, r)
+		}
+		return ctx.Err()
+	}, p.vs.LabelMatchers...)
+	if !handled {
+		return nil, nil, false, false
+	}
+	if err != nil {
+		return nil, nil, true, false
+	}
+	slices.SortFunc(results, func(a, b visited) int { return labels.Compare(a.lset, b.lset) })
+	return results, annos, true, true
 }
 
 // inMemorySamples is a series whose float samples are in memory, sorted
@@ -643,18 +726,7 @@ func newSeriesEval(pq *pushdownQuery, p *pushedExpr, hints *storage.SelectHints)
 func (e *seriesEval) load(s storage.Series) bool {
 	e.pts, e.sts = e.pts[:0], e.sts[:0]
 	if m, ok := s.(inMemorySamples); ok && !e.withST {
-		ts, vs := m.FloatSamples()
-		lo, _ := slices.BinarySearch(ts, e.hints.Start)
-		hi, found := slices.BinarySearch(ts, e.hints.End)
-		if found {
-			hi++
-		}
-		e.pts = slices.Grow(e.pts, hi-lo)
-		for i := lo; i < hi; i++ {
-			if !value.IsStaleNaN(vs[i]) {
-				e.pts = append(e.pts, promql.FPoint{T: ts[i], F: vs[i]})
-			}
-		}
+		e.loadSlices(m.FloatSamples())
 		return true
 	}
 	e.it = s.Iterator(e.it)
@@ -680,8 +752,30 @@ func (e *seriesEval) eval(s storage.Series, values []float64, has []bool) (int, 
 	if !e.load(s) {
 		return 0, false
 	}
+	return e.evalLoaded(s.Labels(), values, has)
+}
+
+// loadSlices is load of samples in memory (inMemorySamples), without
+// start timestamps.
+func (e *seriesEval) loadSlices(ts []int64, vs []float64) {
+	e.pts, e.sts = e.pts[:0], e.sts[:0]
+	lo, _ := slices.BinarySearch(ts, e.hints.Start)
+	hi, found := slices.BinarySearch(ts, e.hints.End)
+	if found {
+		hi++
+	}
+	e.pts = slices.Grow(e.pts, hi-lo)
+	for i := lo; i < hi; i++ {
+		if !value.IsStaleNaN(vs[i]) {
+			e.pts = append(e.pts, promql.FPoint{T: ts[i], F: vs[i]})
+		}
+	}
+}
+
+// evalLoaded is eval of the samples load put in e.pts.
+func (e *seriesEval) evalLoaded(lset labels.Labels, values []float64, has []bool) (int, bool) {
 	pq, pts := e.pq, e.pts
-	e.inMatrix[0].Metric = s.Labels()
+	e.inMatrix[0].Metric = lset
 	points := 0
 	lo, hi := 0, 0
 	e.ext.reset()

@@ -183,6 +183,9 @@ func TestPushdownDifferential(t *testing.T) {
 		{"tsdb", tsdb, features{}},
 		{"tsdb-test-features", tsdb, testFeatures},
 		{"appliance-storage", db.Raw(), features{}},
+		// The tiered querier visits raw series on every core
+		// (SeriesVisitor) instead of selecting them.
+		{"appliance-tiered", db, features{}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			on := newEngine(Options{SplitParallelism: 1}, nil, nil, c.f)
@@ -197,10 +200,13 @@ func TestPushdownDifferential(t *testing.T) {
 				requireSameResult(t, want, got, "query %d %s over [%s, %s] at %s", i, qs, start, end, step)
 			}
 			require.Positive(t, on.pushed.Load())
+			if c.name == "appliance-tiered" {
+				require.Positive(t, on.visited.Load(), "raw reads are visited")
+			}
 			if !c.f.delayedNameRemoval {
 				require.Positive(t, on.fellBack.Load(), "the dup_ queries fall back")
 			}
-			t.Logf("%d queries: %d pushed down, %d fell back", len(queries), on.pushed.Load(), on.fellBack.Load())
+			t.Logf("%d queries: %d pushed down (%d reads visited), %d fell back", len(queries), on.pushed.Load(), on.visited.Load(), on.fellBack.Load())
 		})
 	}
 }

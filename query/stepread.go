@@ -125,6 +125,18 @@ func (q *stepQuerier) Select(ctx context.Context, sortSeries bool, hints *storag
 	return &stepSeriesSet{SeriesSet: q.Querier.Select(ctx, sortSeries, hints, ms...), w: w}
 }
 
+// VisitSeries is Select's step reads for a SeriesVisitor underneath.
+func (q *stepQuerier) VisitSeries(ctx context.Context, hints *storage.SelectHints, w *stepWindows, visit func(lset labels.Labels, ts []int64, vs []float64) error, ms ...*labels.Matcher) (bool, error) {
+	sv, ok := q.Querier.(SeriesVisitor)
+	if !ok {
+		return false, nil
+	}
+	if sw, ok := q.sq.windows(hints); ok {
+		w = &sw
+	}
+	return sv.VisitSeries(ctx, hints, w, visit, ms...)
+}
+
 // stepSeriesSet keeps, of each series, the samples in w.
 type stepSeriesSet struct {
 	storage.SeriesSet

@@ -67,36 +67,43 @@ func (d *decodeBatch) release() {
 	d.series, d.blocks = d.series[:0], 0
 }
 
-// decodeBlocks appends the rows in tr (and sw) of the series' pending blocks and
-// returns how many it added. A panic in VictoriaMetrics' decoder (a
-// corrupt block) is returned as an error.
-func (s *series) decodeBlocks(tr vmstorage.TimeRange, sw *stepWindows) (added int, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("corrupt block: %v", r)
-		}
-	}()
+// decodeBlocks appends the rows in tr (and sw) of the series' pending
+// blocks and returns how many it added.
+func (s *series) decodeBlocks(tr vmstorage.TimeRange, sw *stepWindows) (int, error) {
 	// Rows go to a pooled scratch first and then to the series in one
 	// exact-size copy: appending block by block straight into the series
 	// reallocated it several times (half the bytes of a large read).
 	sc := scratchPool.Get().(*scratch)
 	defer scratchPool.Put(sc)
-	sc.ts, sc.vs = sc.ts[:0], sc.vs[:0]
+	var err error
+	sc.ts, sc.vs, err = s.appendRows(sc.ts[:0], sc.vs[:0], tr, sw)
+	if err != nil {
+		return 0, err
+	}
+	s.ts = append(s.ts, sc.ts...)
+	s.vs = append(s.vs, sc.vs...)
+	return len(sc.ts), nil
+}
+
+// appendRows appends the rows in tr (and sw) of the series' pending
+// blocks to ts and vs. A panic in VictoriaMetrics' decoder (a corrupt
+// block) is returned as an error.
+func (s *series) appendRows(ts []int64, vs []float64, tr vmstorage.TimeRange, sw *stepWindows) (_ []int64, _ []float64, err error) {
 	defer func() {
-		s.ts = append(s.ts, sc.ts...)
-		s.vs = append(s.vs, sc.vs...)
-		added = len(sc.ts)
+		if r := recover(); r != nil {
+			err = fmt.Errorf("corrupt block: %v", r)
+		}
 	}()
 	for _, b := range s.blocks {
 		if err := b.UnmarshalData(); err != nil {
-			return 0, errors.Join(errors.New("corrupt block"), err)
+			return ts, vs, errors.Join(errors.New("corrupt block"), err)
 		}
-		n := len(sc.ts)
-		sc.ts, sc.vs = b.AppendRowsWithTimeRangeFilter(sc.ts, sc.vs, tr)
-		ts, vs := filterSteps(sw, sc.ts[n:], sc.vs[n:])
-		sc.ts, sc.vs = sc.ts[:n+len(ts)], sc.vs[:n+len(vs)]
+		n := len(ts)
+		ts, vs = b.AppendRowsWithTimeRangeFilter(ts, vs, tr)
+		kt, kv := filterSteps(sw, ts[n:], vs[n:])
+		ts, vs = ts[:n+len(kt)], vs[:n+len(kv)]
 	}
-	return 0, nil
+	return ts, vs, nil
 }
 
 // scratch is a decode buffer reused across series.
