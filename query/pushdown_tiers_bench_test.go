@@ -10,13 +10,15 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/aiserve/appliance/downsample"
 	"github.com/aiserve/appliance/storage"
 )
 
 // BenchmarkPushdownTiers times the tiers bench's queries on the data of
 // a `go run ./bench/tiers -keep-data` run, with the aggregation pushdown
 // on and off, in process: no HTTP, no query_range cache, the same
-// storage.DB (its tiers, step reads and split parts) as the appliance.
+// storage.DB (its tiers, step reads and split parts) as the appliance,
+// with the rollup tiers' watermarks the downsampler loads at start.
 // TIERS_RUN is the run's directory (bench/out/tiers-<time>); its
 // appliance-data is copied to a temp dir first. Without it the benchmark
 // is skipped.
@@ -39,6 +41,11 @@ func BenchmarkPushdownTiers(b *testing.B) {
 	db, err := storage.Open(opts)
 	require.NoError(b, err)
 	b.Cleanup(func() { require.NoError(b, db.Close()) })
+	// The rollup tiers' watermarks, from the state file: without them
+	// every read is planned on raw (which holds the last 7 days only).
+	_, err = downsample.New(db, downsample.Options{})
+	require.NoError(b, err)
+	require.False(b, db.RolledUpTo(storage.Tier5m).IsZero())
 
 	p95 := `histogram_quantile(0.95, sum by (le, model_name) (rate(vllm:e2e_request_latency_seconds_bucket[5m])))`
 	maxq := `max_over_time(vllm:num_requests_waiting[1h])`
