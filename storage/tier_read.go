@@ -228,41 +228,59 @@ func (db *DB) readRollupAt(ctx context.Context, tier Tier, a readAgg, ms []*labe
 		}
 		gr.by[g] = s
 	}
+	// Each group's points on every core: making boundary points is a
+	// pass over every row read (a fifth of a 90-day query's CPU).
+	made := make([]*series, len(order))
+	if err := parallel(ctx, len(order), func(i int) error {
+		made[i] = rollupPoints(order[i].by, order[i].base, a, res, mint, sw)
+		return nil
+	}); err != nil {
+		return nil, err
+	}
 	out := make([]*series, 0, len(order))
-	for _, gr := range order {
-		var s *series
-		switch c := gr.by[aggCounter]; {
-		case c != nil:
-			s = boundaryPointsAt(c, res, sw)
-		case a == readMax:
-			s = windowed(gr.by[aggMax], res)
-		case a == readMin:
-			if s = windowed(gr.by[aggNegMin], res); s != nil {
-				for i := range s.vs {
-					s.vs[i] = -s.vs[i]
-				}
-			}
-		case a == readSum:
-			s = windowed(gr.by[aggSum], res)
-		case a == readCount:
-			s = windowed(gr.by[aggCount], res)
-		default:
-			s = average(windowed(gr.by[aggSum], res), windowed(gr.by[aggCount], res), res)
+	for _, s := range made {
+		if s != nil {
+			out = append(out, s)
 		}
-		if s == nil {
-			continue
-		}
-		s.trimBefore(mint)
-		if gr.by[aggCounter] == nil {
-			s.ts, s.vs = filterSteps(sw, s.ts, s.vs)
-		}
-		if len(s.ts) == 0 {
-			continue
-		}
-		s.lset = gr.base
-		out = append(out, s)
 	}
 	return out, nil
+}
+
+// rollupPoints makes the points of one series from its aggregates in a
+// rollup tier (by), for read aggregate a, in [mint, ...) and sw; nil when
+// there are none.
+func rollupPoints(by [numAggs]*series, base labels.Labels, a readAgg, res, mint int64, sw *stepWindows) *series {
+	var s *series
+	switch c := by[aggCounter]; {
+	case c != nil:
+		s = boundaryPointsAt(c, res, sw)
+	case a == readMax:
+		s = windowed(by[aggMax], res)
+	case a == readMin:
+		if s = windowed(by[aggNegMin], res); s != nil {
+			for i := range s.vs {
+				s.vs[i] = -s.vs[i]
+			}
+		}
+	case a == readSum:
+		s = windowed(by[aggSum], res)
+	case a == readCount:
+		s = windowed(by[aggCount], res)
+	default:
+		s = average(windowed(by[aggSum], res), windowed(by[aggCount], res), res)
+	}
+	if s == nil {
+		return nil
+	}
+	s.trimBefore(mint)
+	if by[aggCounter] == nil {
+		s.ts, s.vs = filterSteps(sw, s.ts, s.vs)
+	}
+	if len(s.ts) == 0 {
+		return nil
+	}
+	s.lset = base
+	return s
 }
 
 // trimBefore drops the points before mint.
