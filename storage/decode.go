@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -48,9 +49,15 @@ func (d *decodeBatch) decode(ctx context.Context, tr vmstorage.TimeRange, sample
 
 // decodeAt is decode of the rows in sw's windows only.
 func (d *decodeBatch) decodeAt(ctx context.Context, tr vmstorage.TimeRange, sw *stepWindows, samples *atomic.Int64) error {
+	return d.decodeReduced(ctx, tr, sw, nil, samples)
+}
+
+// decodeReduced is decodeAt handing each series, once decoded, sorted
+// and de-duplicated, to reduce (see readSeriesReduced).
+func (d *decodeBatch) decodeReduced(ctx context.Context, tr vmstorage.TimeRange, sw *stepWindows, reduce reduceFunc, samples *atomic.Int64) error {
 	defer d.release()
 	return parallel(ctx, len(d.series), func(i int) error {
-		n, err := d.series[i].decodeBlocks(tr, sw)
+		n, err := d.series[i].decodeBlocks(tr, sw, reduce)
 		samples.Add(int64(n))
 		return err
 	})
@@ -69,7 +76,7 @@ func (d *decodeBatch) release() {
 
 // decodeBlocks appends the rows in tr (and sw) of the series' pending
 // blocks and returns how many it added.
-func (s *series) decodeBlocks(tr vmstorage.TimeRange, sw *stepWindows) (int, error) {
+func (s *series) decodeBlocks(tr vmstorage.TimeRange, sw *stepWindows, reduce reduceFunc) (int, error) {
 	// Rows go to a pooled scratch first and then to the series in one
 	// exact-size copy: appending block by block straight into the series
 	// reallocated it several times (half the bytes of a large read).
@@ -79,6 +86,18 @@ func (s *series) decodeBlocks(tr vmstorage.TimeRange, sw *stepWindows) (int, err
 	sc.ts, sc.vs, err = s.appendRows(sc.ts[:0], sc.vs[:0], tr, sw)
 	if err != nil {
 		return 0, err
+	}
+	if reduce != nil && len(s.ts) == 0 {
+		// All of the series' blocks are in this batch (readSeriesReduced):
+		// what reduce keeps is copied, not every row.
+		n := len(sc.ts)
+		rows := &series{ts: sc.ts, vs: sc.vs, name: s.name}
+		rows.sortAndDedup()
+		sc.ts, sc.vs = rows.ts, rows.vs
+		if r := reduce(rows); r != nil {
+			s.ts, s.vs, s.reduced = slices.Clone(r.ts), slices.Clone(r.vs), true
+			return n, nil
+		}
 	}
 	s.ts = append(s.ts, sc.ts...)
 	s.vs = append(s.vs, sc.vs...)
@@ -105,6 +124,11 @@ func (s *series) appendRows(ts []int64, vs []float64, tr vmstorage.TimeRange, sw
 	}
 	return ts, vs, nil
 }
+
+// reduceFunc makes what a read keeps of one series from all its rows
+// (sorted, one per timestamp), or returns nil to keep every row. What it
+// returns may share rows' slices: they are copied.
+type reduceFunc func(rows *series) *series
 
 // scratch is a decode buffer reused across series.
 type scratch struct {

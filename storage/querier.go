@@ -287,6 +287,19 @@ func (db *DB) readSeries(ctx context.Context, tier Tier, tfs []*vmstorage.TagFil
 }
 
 func (db *DB) readSeriesAt(ctx context.Context, tier Tier, tfs []*vmstorage.TagFilters, mint, maxt int64, sw *stepWindows) (set []*series, err error) {
+	return db.readSeriesReduced(ctx, tier, tfs, mint, maxt, sw, nil)
+}
+
+// errSeriesSplit is readSeriesReduced's answer when a series' blocks did
+// not all come together, so that reduce saw only some of its rows.
+var errSeriesSplit = errors.New("a series' blocks came apart")
+
+// readSeriesReduced is readSeriesAt handing each series' rows to reduce
+// on the decoding goroutine, before they are copied to the series: a
+// series' blocks are decoded in one batch (VM hands them over together,
+// ordered by TSID), so reduce sees all of them; when they do not come
+// together it fails with errSeriesSplit.
+func (db *DB) readSeriesReduced(ctx context.Context, tier Tier, tfs []*vmstorage.TagFilters, mint, maxt int64, sw *stepWindows, reduce reduceFunc) (set []*series, err error) {
 	if err := db.readLock(); err != nil {
 		return nil, err
 	}
@@ -324,7 +337,7 @@ func (db *DB) readSeriesAt(ctx context.Context, tier Tier, tfs []*vmstorage.TagF
 	)
 	defer batch.release()
 	flush := func() error {
-		if err := batch.decodeAt(ctx, tr, sw, &samples); err != nil {
+		if err := batch.decodeReduced(ctx, tr, sw, reduce, &samples); err != nil {
 			return fmt.Errorf("read %s tier: %w", tier, err)
 		}
 		if samples.Load() > int64(db.opts.MaxSamplesPerQuery) {
@@ -343,18 +356,26 @@ func (db *DB) readSeriesAt(ctx context.Context, tier Tier, tfs []*vmstorage.TagF
 		// so the previous series is the common case.
 		s := last
 		if s == nil || s.name != string(mbr.MetricName) {
+			// With reduce a batch ends only between series.
+			if reduce != nil && batch.blocks >= decodeBatchBlocks {
+				if err := flush(); err != nil {
+					return nil, err
+				}
+			}
 			s = byName[string(mbr.MetricName)]
 			if s == nil {
 				s = &series{name: string(mbr.MetricName)}
 				byName[s.name] = s
 				all = append(all, s)
+			} else if reduce != nil && len(s.blocks) == 0 {
+				return nil, errSeriesSplit
 			}
 			last = s
 		}
 		blk := getBlock()
 		mbr.BlockRef.MustReadBlock(blk)
 		batch.add(s, blk)
-		if batch.blocks >= decodeBatchBlocks {
+		if reduce == nil && batch.blocks >= decodeBatchBlocks {
 			if err := flush(); err != nil {
 				return nil, err
 			}
@@ -373,7 +394,7 @@ func (db *DB) readSeriesAt(ctx context.Context, tier Tier, tfs []*vmstorage.TagF
 	var b labels.ScratchBuilder
 	out := all[:0]
 	for _, s := range all {
-		if len(s.ts) == 0 {
+		if len(s.ts) == 0 && !s.reduced {
 			continue // only blocks outside the range
 		}
 		if err := mn.UnmarshalString(s.name); err != nil {

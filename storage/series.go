@@ -21,6 +21,9 @@ type series struct {
 
 	name   string             // VM's marshalled metric name while reading
 	blocks []*vmstorage.Block // read, not yet decoded (see decodeBatch)
+	// reduced: ts and vs are what a readSeriesReduced's reduceFunc made
+	// of the rows, not the rows.
+	reduced bool
 }
 
 func (s *series) Labels() labels.Labels { return s.lset }

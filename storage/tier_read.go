@@ -2,9 +2,11 @@ package storage
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 
+	vmstorage "github.com/VictoriaMetrics/VictoriaMetrics/lib/storage"
 	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/aiserve/appliance/internal/stepwin"
@@ -186,6 +188,12 @@ func (db *DB) readRollup(ctx context.Context, tier Tier, a readAgg, ms []*labels
 // version, a counter's boundary points), not from the rows: the rows
 // outside the windows decide which points are inside them.
 func (db *DB) readRollupAt(ctx context.Context, tier Tier, a readAgg, ms []*labels.Matcher, mint, maxt int64, sw *stepWindows) ([]*series, error) {
+	return db.readRollupWith(ctx, tier, a, ms, mint, maxt, sw, true)
+}
+
+// readRollupWith is readRollupAt making counters' boundary points as
+// their rows are decoded (reduce) or after (TestRollupReadReduced).
+func (db *DB) readRollupWith(ctx context.Context, tier Tier, a readAgg, ms []*labels.Matcher, mint, maxt int64, sw *stepWindows, reduceRows bool) ([]*series, error) {
 	aggs := rollupsFor(a)
 	names := make([]string, len(aggs))
 	for i, g := range aggs {
@@ -202,7 +210,22 @@ func (db *DB) readRollupAt(ctx context.Context, tier Tier, a readAgg, ms []*labe
 	// One window more at the start: a counter's first point in range is
 	// the boundary point repeated from the window before it.
 	res := tier.Resolution().Milliseconds()
-	set, err := db.readSeries(ctx, tier, tfs, mint-res, maxt)
+	// A counter's boundary points are made as its rows are decoded: only
+	// they are copied (the rows of a 30-day p95 were 110 MB).
+	reduce := func(rows *series) *series {
+		var mn vmstorage.MetricName
+		if mn.UnmarshalString(rows.name) != nil || string(mn.GetTagValue(RollupLabel)) != aggCounter.String() {
+			return nil
+		}
+		return boundaryPointsAt(rows, res, sw)
+	}
+	if !reduceRows {
+		reduce = nil
+	}
+	set, err := db.readSeriesReduced(ctx, tier, tfs, mint-res, maxt, nil, reduce)
+	if errors.Is(err, errSeriesSplit) {
+		set, err = db.readSeries(ctx, tier, tfs, mint-res, maxt)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -252,6 +275,8 @@ func (db *DB) readRollupAt(ctx context.Context, tier Tier, a readAgg, ms []*labe
 func rollupPoints(by [numAggs]*series, base labels.Labels, a readAgg, res, mint int64, sw *stepWindows) *series {
 	var s *series
 	switch c := by[aggCounter]; {
+	case c != nil && c.reduced:
+		s = c
 	case c != nil:
 		s = boundaryPointsAt(c, res, sw)
 	case a == readMax:
