@@ -45,7 +45,7 @@ func (q *tieredQuerier) VisitSeries(ctx context.Context, hints *promstorage.Sele
 		}
 		step, fn = hints.Step, hints.Func
 	}
-	if mint > maxt || fn == "series" {
+	if mint > maxt || fn == "series" || (hints != nil && hints.Limit > 0) {
 		return false, nil
 	}
 	user, explicit, ok := splitRollupMatchers(ms)
