@@ -319,7 +319,7 @@ func (db *DB) addRows(rows []vmstorage.MetricRow) (err error) {
 			err = fmt.Errorf("write samples to raw tier: %v", r)
 		}
 	}()
-	db.vm.AddRows(rows, precisionBits)
+	vmAddRows(db.vm, rows, precisionBits)
 	return nil
 }
 

@@ -723,7 +723,7 @@ func (b *rollupBatch) write() error {
 				err = fmt.Errorf("write rollups to tier %s: %v", b.tier, r)
 			}
 		}()
-		ts.vm.AddRows(b.rows, precisionBits)
+		vmAddRows(ts.vm, b.rows, precisionBits)
 		return nil
 	}(); err != nil {
 		return err

@@ -21,12 +21,13 @@ import (
 // stores kept 8 MiB for it, and every flush allocated 8 MiB more: 24 MiB
 // of a 37 MB live heap on the small box (README, issue 17).
 //
-// vmDebugFlush hands each shard's buffer itself to the flush, as VM does
-// with a shard that fills (rawRowsShard.addRows puts the full buffer on
-// rowssToFlush), and leaves the shard without one: a batch then costs
-// the one buffer its first row allocates, freed once the flush made a
-// part of it, and no buffer stays. Neither the buffer's size nor its
-// reuse is a setting of lib/storage, so the fields are reached by name
+// vmAddRows first gives the shard a buffer the size of the batch
+// (vmSizeRawRows), and vmDebugFlush hands the shard's buffer itself to the
+// flush, as VM does with a shard that fills (rawRowsShard.addRows puts the
+// full buffer on rowssToFlush), and leaves the shard without one: a batch
+// then costs a buffer of its own size, freed once the flush made a part
+// of it, and no buffer stays. Neither the buffer's size nor its reuse is
+// a setting of lib/storage, so the fields are reached by name
 // through reflect; vmRawRowsCheck refuses a VictoriaMetrics whose types
 // lack them (Open fails), and TestVMRawRowShards pins the version so that
 // an upgrade re-reads raw_row.go.
@@ -36,6 +37,62 @@ import (
 func vmDebugFlush(vm *vmstorage.Storage) {
 	vmReleaseRawRows(vm)
 	vm.DebugFlush()
+}
+
+// vmAddRows is vm.AddRows(rows) into shard buffers sized for rows: each
+// partition the rows fall in gets room for them (vmSizeRawRows) before
+// lib/storage would allocate its 8 MiB buffer for the first of them.
+func vmAddRows(vm *vmstorage.Storage, rows []vmstorage.MetricRow, precisionBits uint8) {
+	vmSizeRawRows(vm, rows)
+	vm.AddRows(rows, precisionBits)
+}
+
+// vmMaxRawRowsBytes is lib/storage's shard buffer (maxRawRowsPerShard
+// rows): vmSizeRawRows allocates no more, a batch that needs more is left
+// to lib/storage, which flushes a full buffer as a part of its own.
+const vmMaxRawRowsBytes = 8 << 20
+
+// vmSizeRawRows makes room for rows in the shard of each partition of vm
+// they fall in, if it has too little: a buffer of what it holds and rows,
+// at least twice its old size (as append grows), at most lib/storage's 8 MiB.
+// lib/storage then copies the rows into that buffer instead of allocating
+// 8 MiB for a batch of a few thousand rows (the head's flush, a rollup
+// pass). Rows of a partition not created yet get lib/storage's own buffer,
+// which vmDebugFlush releases.
+func vmSizeRawRows(vm *vmstorage.Storage, rows []vmstorage.MetricRow) {
+	if len(rows) == 0 {
+		return
+	}
+	tb := vmField(reflect.ValueOf(vm).Elem(), "tb").Elem()
+	ptwsLock := vmMutex(vmField(tb, "ptwsLock"))
+	ptwsLock.Lock()
+	defer ptwsLock.Unlock()
+	ptws := vmField(tb, "ptws")
+	for i := range ptws.Len() {
+		pt := vmField(ptws.Index(i).Elem(), "pt").Elem()
+		tr := vmField(pt, "tr").Interface().(vmstorage.TimeRange)
+		n := 0
+		for j := range rows {
+			if t := rows[j].Timestamp; t >= tr.MinTimestamp && t <= tr.MaxTimestamp {
+				n++
+			}
+		}
+		shards := vmField(vmField(pt, "rawRows"), "shards")
+		if n == 0 || shards.Len() != 1 {
+			continue // more shards: which one gets the rows is lib/storage's turn
+		}
+		shard := shards.Index(0)
+		mu := vmMutex(vmField(shard, "mu"))
+		mu.Lock()
+		buf := vmField(shard, "rows")
+		maxRows := vmMaxRawRowsBytes / int(buf.Type().Elem().Size())
+		if need := buf.Len() + n; need > buf.Cap() && need <= maxRows {
+			grown := reflect.MakeSlice(buf.Type(), buf.Len(), min(max(need, 2*buf.Cap()), maxRows))
+			reflect.Copy(grown, buf)
+			buf.Set(grown)
+		}
+		mu.Unlock()
+	}
 }
 
 // vmReleaseRawRows moves every shard's rows, buffer and all, to its
@@ -125,7 +182,9 @@ func vmRawRowsCheck() error {
 	tb := elem(field(reflect.TypeFor[vmstorage.Storage](), "tb", isPtrStruct))
 	field(tb, "ptwsLock", isMutex)
 	ptw := elem(elem(field(tb, "ptws", isSliceOf(isPtrStruct))))
-	rrss := field(elem(field(ptw, "pt", isPtrStruct)), "rawRows", isStruct)
+	pt := elem(field(ptw, "pt", isPtrStruct))
+	field(pt, "tr", func(t reflect.Type) bool { return t == reflect.TypeFor[vmstorage.TimeRange]() })
+	rrss := field(pt, "rawRows", isStruct)
 	shard := elem(field(rrss, "shards", isSliceOf(isStruct)))
 	field(shard, "mu", isMutex)
 	rows := field(shard, "rows", isSliceOf(isStruct))

@@ -12,11 +12,13 @@ import (
 	vmstorage "github.com/VictoriaMetrics/VictoriaMetrics/lib/storage"
 )
 
-// TestVMDebugFlushKeepsNoRowBuffer checks that vmDebugFlush makes every
-// row searchable as DebugFlush does and leaves no row buffer in the
-// shards, where DebugFlush alone leaves an 8 MiB one (the control, so that
-// the test fails if lib/storage stops keeping it, and vmrawrows.go is no
-// longer needed, or if vmReleaseRawRows stops releasing it).
+// TestVMDebugFlushKeepsNoRowBuffer checks that vmAddRows and vmDebugFlush
+// make every row searchable as AddRows and DebugFlush do, that a batch
+// into an existing partition gets a buffer of its size, and that no
+// buffer stays after the flush, where lib/storage alone allocates and
+// keeps 8 MiB (the control, so that the test fails if lib/storage stops
+// doing so, and vmrawrows.go is no longer needed, or if vmrawrows.go
+// stops working).
 func TestVMDebugFlushKeepsNoRowBuffer(t *testing.T) {
 	require.NoError(t, vmRawRowsCheck())
 	require.NoError(t, vmInit(0, 0, nil)) // one shard per partition, as Open sets it
@@ -25,9 +27,13 @@ func TestVMDebugFlushKeepsNoRowBuffer(t *testing.T) {
 	const rows = 1000
 	now := time.Now().UnixMilli()
 
-	// held returns the bytes of row buffer a fresh store's shards keep
-	// after two batches of rows, each followed by flush, and its rows.
-	held := func(flush func(*vmstorage.Storage)) (buffers uint64, total, pending uint64) {
+	type got struct {
+		during, after  uint64 // shard buffer bytes while the second batch waits, and after its flush
+		total, pending uint64 // rows in the store, and not yet in a part
+	}
+	// run adds two batches of rows to a fresh store, each followed by
+	// flush; the first creates the partition.
+	run := func(add func(*vmstorage.Storage, []vmstorage.MetricRow, uint8), flush func(*vmstorage.Storage)) (g got) {
 		vm, err := openVM(filepath.Join(t.TempDir(), "vm"), 24*time.Hour, false)
 		require.NoError(t, err)
 		defer vm.MustClose()
@@ -36,23 +42,27 @@ func TestVMDebugFlushKeepsNoRowBuffer(t *testing.T) {
 			for i := range mrs {
 				mrs[i] = vmstorage.MetricRow{MetricNameRaw: raw, Timestamp: now + int64(batch*rows+i), Value: float64(i)}
 			}
-			vm.AddRows(mrs, precisionBits)
+			add(vm, mrs, precisionBits)
+			g.during = shardBuffers(vm)
 			flush(vm)
 		}
+		g.after = shardBuffers(vm)
 		var m vmstorage.Metrics
 		vm.UpdateMetrics(&m)
-		return shardBuffers(vm), m.TableMetrics.TotalRowsCount(), m.TableMetrics.PendingRows
+		g.total, g.pending = m.TableMetrics.TotalRowsCount(), m.TableMetrics.PendingRows
+		return g
 	}
 	const buffer = 8 << 20 // lib/storage's maxRawRowsPerShard rows
-	kept, keptRows, keptPending := held((*vmstorage.Storage).DebugFlush)
-	released, releasedRows, releasedPending := held(vmDebugFlush)
-	t.Logf("row buffers kept after two flushes: %d bytes with DebugFlush, %d with vmDebugFlush", kept, released)
-	require.InDelta(t, buffer, kept, buffer/100, "DebugFlush alone kept no 8 MiB row buffer: re-read lib/storage/raw_row.go, vmrawrows.go may be moot")
-	require.Zero(t, released, "vmDebugFlush left a row buffer")
-	require.Equal(t, uint64(2*rows), keptRows)
-	require.Equal(t, uint64(2*rows), releasedRows, "vmDebugFlush lost rows")
-	require.Zero(t, keptPending)
-	require.Zero(t, releasedPending, "rows still pending after vmDebugFlush")
+	vm := run((*vmstorage.Storage).AddRows, (*vmstorage.Storage).DebugFlush)
+	ours := run(vmAddRows, vmDebugFlush)
+	t.Logf("lib/storage: %+v; vmAddRows and vmDebugFlush: %+v", vm, ours)
+	require.InDelta(t, buffer, vm.during, buffer/100, "lib/storage did not allocate an 8 MiB row buffer: re-read lib/storage/raw_row.go, vmrawrows.go may be moot")
+	require.InDelta(t, buffer, vm.after, buffer/100, "lib/storage kept no 8 MiB row buffer: re-read lib/storage/raw_row.go, vmrawrows.go may be moot")
+	require.Less(t, ours.during, uint64(buffer/100), "vmAddRows did not size the buffer to the batch")
+	require.Zero(t, ours.after, "vmDebugFlush left a row buffer")
+	require.Equal(t, got{during: vm.during, after: vm.after, total: 2 * rows}, vm)
+	require.Equal(t, uint64(2*rows), ours.total, "rows lost")
+	require.Zero(t, ours.pending, "rows still pending after vmDebugFlush")
 }
 
 // shardBuffers is the capacity in bytes of vm's shards' row buffers, read
