@@ -195,11 +195,6 @@ func (w *recentWindow) add(rows []vmstorage.MetricRow) {
 func (w *recentWindow) create(rows []vmstorage.MetricRow, idx []int, horizon int64) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.createLocked(rows, idx, horizon)
-}
-
-// createLocked is create with w.mu held for writing.
-func (w *recentWindow) createLocked(rows []vmstorage.MetricRow, idx []int, horizon int64) {
 	var mn vmstorage.MetricName
 	var b labels.ScratchBuilder
 	var touched []*selectorEntry
@@ -420,29 +415,46 @@ func (w *recentWindow) heat(name string) {
 			"metric", name, "err", err)
 		return
 	}
-	var rows []vmstorage.MetricRow
-	for _, s := range set {
-		raw, err := marshalRawName(nil, s.lset)
-		if err != nil {
-			return // cannot happen: Commit marshalled the same labels
-		}
-		for i := range s.ts {
-			rows = append(rows, vmstorage.MetricRow{MetricNameRaw: raw, Timestamp: s.ts[i], Value: s.vs[i]})
-		}
-	}
-	idx := make([]int, len(rows))
-	for i := range idx {
-		idx[i] = i
-	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.hot[name] != since {
 		return // refused or reset (Delete) meanwhile: what fill read may be gone
 	}
-	w.createLocked(rows, idx, w.now().Add(-(recentSpan + recentMargin)).UnixMilli())
-	if w.hot[name] == since { // not refused for its size
+	if w.fillLocked(name, set, w.now().Add(-(recentSpan + recentMargin)).UnixMilli()) {
 		w.hot[name] = mint
 	}
+}
+
+// fillLocked adds the series set of name read from the store, and reports
+// false if the name was refused for the window's size. w.mu is held for
+// writing.
+func (w *recentWindow) fillLocked(name string, set []*series, horizon int64) bool {
+	var touched []*selectorEntry
+	defer func() {
+		for _, e := range touched {
+			sortRecent(e.series)
+			e.unsorted = false
+		}
+	}()
+	for _, from := range set {
+		raw, err := marshalRawName(nil, from.lset)
+		if err != nil {
+			continue // cannot happen: Commit marshalled the same labels
+		}
+		s := w.series[string(raw)]
+		if s == nil {
+			if len(w.series) >= w.maxSeries {
+				w.refuse(name)
+				return false
+			}
+			s = &recentSeries{lset: from.lset, raw: string(raw), name: name}
+			w.series[s.raw] = s
+			w.byMetric[name] = append(w.byMetric[name], s)
+			touched = w.addToSelectors(s, touched)
+		}
+		s.addOlder(from.ts, from.vs, horizon)
+	}
+	return true
 }
 
 // match returns the series of name matching ms, sorted by labels, from the
@@ -561,6 +573,30 @@ func (s *recentSeries) add(t int64, v float64, horizon int64) {
 		s.vs = slices.Insert(s.vs, i, v)
 	}
 	s.trim(horizon)
+}
+
+// addOlder inserts samples sorted by timestamp, one per timestamp (a read
+// from the store), and drops those older than horizon. Samples older than
+// every one held (a fill: the window held only what came after) are put
+// in front at once; others one by one.
+func (s *recentSeries) addOlder(ts []int64, vs []float64, horizon int64) {
+	cut := sort.Search(len(ts), func(k int) bool { return ts[k] >= horizon })
+	ts, vs = ts[cut:], vs[cut:]
+	if len(ts) == 0 {
+		return
+	}
+	s.mu.Lock()
+	if len(s.ts) == 0 || ts[len(ts)-1] < s.ts[0] {
+		n := len(ts) + len(s.ts)
+		s.ts = append(append(make([]int64, 0, n+n/4+8), ts...), s.ts...)
+		s.vs = append(append(make([]float64, 0, n+n/4+8), vs...), s.vs...)
+		s.mu.Unlock()
+		return
+	}
+	s.mu.Unlock()
+	for i := range ts {
+		s.add(ts[i], vs[i], horizon)
+	}
 }
 
 // grow makes room for one more sample with less slack than append's

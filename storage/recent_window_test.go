@@ -337,3 +337,20 @@ func TestRecentWindowFillsWhenANameTurnsHot(t *testing.T) {
 	require.Len(t, got[`{__name__="gpu_util", gpu="0"}`], 62)
 	require.Equal(t, []sample{{ts, 1}}, got[`{__name__="gpu_util", gpu="3"}`])
 }
+
+// TestRecentSeriesAddOlder: samples read from the store go in front of
+// what the window held, or in between, one per timestamp, none older than
+// the horizon.
+func TestRecentSeriesAddOlder(t *testing.T) {
+	s := &recentSeries{}
+	s.add(50, 5, 0)
+	s.add(60, 6, 0)
+	s.addOlder([]int64{10, 20, 30}, []float64{1, 2, 3}, 15) // in front, 10 past the horizon
+	require.Equal(t, []int64{20, 30, 50, 60}, s.ts)
+	require.Equal(t, []float64{2, 3, 5, 6}, s.vs)
+	s.addOlder([]int64{25, 40, 50, 70}, []float64{2.5, 4, 4, 7}, 15) // between, a duplicate, after
+	require.Equal(t, []int64{20, 25, 30, 40, 50, 60, 70}, s.ts)
+	require.Equal(t, []float64{2, 2.5, 3, 4, 5, 6, 7}, s.vs, "the larger value wins at a duplicate timestamp")
+	s.addOlder(nil, nil, 15)
+	require.Len(t, s.ts, 7)
+}
