@@ -3,6 +3,8 @@ package storage
 import (
 	"path/filepath"
 	"reflect"
+	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -86,4 +88,40 @@ func shardBuffers(vm *vmstorage.Storage) uint64 {
 		}
 	}
 	return n
+}
+
+// TestVMAddRowsConcurrently: batches added and flushed from several
+// goroutines at once, beside lib/storage's own flusher, all end up in the
+// store (run with -race to check the locking).
+func TestVMAddRowsConcurrently(t *testing.T) {
+	require.NoError(t, vmInit(0, 0, nil))
+	vm, err := openVM(filepath.Join(t.TempDir(), "vm"), 24*time.Hour, false)
+	require.NoError(t, err)
+	defer vm.MustClose()
+	const writers, batches, rows = 4, 50, 300
+	now := time.Now().UnixMilli()
+	var wg sync.WaitGroup
+	for w := range writers {
+		raw, err := marshalRawName(nil, labels.FromStrings("__name__", "m", "w", strconv.Itoa(w)))
+		require.NoError(t, err)
+		wg.Go(func() {
+			for b := range batches {
+				mrs := make([]vmstorage.MetricRow, rows)
+				for i := range mrs {
+					mrs[i] = vmstorage.MetricRow{MetricNameRaw: raw, Timestamp: now + int64(b*rows+i), Value: 1}
+				}
+				vmAddRows(vm, mrs, precisionBits)
+				if b%3 == 0 {
+					vmDebugFlush(vm)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	vmDebugFlush(vm)
+	var m vmstorage.Metrics
+	vm.UpdateMetrics(&m)
+	require.Equal(t, uint64(writers*batches*rows), m.TableMetrics.TotalRowsCount())
+	require.Zero(t, m.TableMetrics.PendingRows)
+	require.Zero(t, shardBuffers(vm))
 }
