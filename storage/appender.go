@@ -293,7 +293,7 @@ func (a *appender) Commit() (err error) {
 	if db.head.due() {
 		// Nothing flushed for a while (no downsampler): bound the head.
 		// The read lock is held already; a failed write is counted.
-		_ = db.head.flush(db.vm.DebugFlush, false)
+		_ = db.head.flush(func() { vmDebugFlush(db.vm) }, false)
 	}
 	db.recent.add(rows)
 	db.metrics.samplesAppended.Add(float64(len(rows)))
@@ -319,7 +319,7 @@ func (db *DB) addRows(rows []vmstorage.MetricRow) (err error) {
 			err = fmt.Errorf("write samples to raw tier: %v", r)
 		}
 	}()
-	db.vm.AddRows(rows, precisionBits)
+	vmAddRows(db.vm, rows, precisionBits)
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -305,6 +306,10 @@ func Open(opts Options) (db *DB, err error) {
 		head:       newHead(nil),
 		meta:       meta,
 		addRowsSem: make(chan struct{}, runtime.GOMAXPROCS(0)),
+	}
+	db.recent.fill = func(name string, mint, maxt int64) ([]*series, error) {
+		ms := []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, labels.MetricName, name)}
+		return db.readRaw(context.Background(), ms, readDefault, mint, maxt)
 	}
 	if opts.HeadBatchWrites {
 		db.head.write = func(rows []vmstorage.MetricRow) error {

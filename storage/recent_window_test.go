@@ -141,9 +141,8 @@ func TestRecentWindowServesWhatDiskHolds(t *testing.T) {
 			requireSamples(t, w, got[k])
 		}
 	}
-	// Names never selected, and ranges the window does not hold, are
+	// Ranges the window does not hold, and selectors without a name, are
 	// read from disk.
-	require.False(t, db.fromWindow(t, mint, last, eq(labels.MetricName, "other")))
 	require.False(t, db.fromWindow(t, last-17*60_000, last, ms...))
 	require.False(t, db.fromWindow(t, start.UnixMilli(), last, ms...), "before the name turned hot")
 	require.False(t, db.fromWindow(t, mint, last, labels.MustNewMatcher(labels.MatchRegexp, labels.MetricName, "req_.*")))
@@ -268,4 +267,90 @@ func TestRawMetricGroup(t *testing.T) {
 	require.False(t, ok)
 	_, ok = rawMetricGroup(raw[:5])
 	require.False(t, ok)
+}
+
+// TestRecentWindowFillsWhenANameTurnsHot: a name's first Select copies its
+// last recentSpan from the store, VictoriaMetrics and the head alike, and
+// the window answers that Select and the next ones with what disk holds;
+// Commits after it reach the window.
+func TestRecentWindowFillsWhenANameTurnsHot(t *testing.T) {
+	start := time.UnixMilli(baseTime)
+	db := openWindowDB(t, start)
+	appendAt := func(ts int64, v float64, series ...string) {
+		t.Helper()
+		app := db.AppenderV2(context.Background())
+		for _, s := range series {
+			_, err := app.Append(0, mustParse(t, s), 0, ts, v, nil, nil, promstorage.AOptions{})
+			require.NoError(t, err)
+		}
+		require.NoError(t, app.Commit())
+	}
+	// 20 minutes every 15 s, flushed to VictoriaMetrics; then samples
+	// only the head holds.
+	var ts int64
+	for ts = start.UnixMilli(); ts <= start.Add(20*time.Minute).UnixMilli(); ts += 15_000 {
+		db.set(time.UnixMilli(ts))
+		appendAt(ts, float64(ts-start.UnixMilli())/1000, `gpu_util{gpu="0"}`, `gpu_util{gpu="1"}`)
+	}
+	db.Flush()
+	for range 4 {
+		db.set(time.UnixMilli(ts))
+		appendAt(ts, float64(ts-start.UnixMilli())/1000, `gpu_util{gpu="0"}`, `gpu_util{gpu="1"}`, `gpu_util{gpu="2"}`)
+		ts += 15_000
+	}
+	now := ts - 15_000
+	ms := []*labels.Matcher{eq(labels.MetricName, "gpu_util")}
+	mint := now - 15*60_000
+	// What disk holds, read before the name turned hot.
+	want := func() map[string][]sample {
+		tfs, err := toTagFilters(ms)
+		require.NoError(t, err)
+		fromHead := db.head.read(ms, mint, now, false)
+		disk, err := db.readSeries(context.Background(), TierRaw, tfs, mint, now)
+		require.NoError(t, err)
+		got := map[string][]sample{}
+		for _, s := range mergeHead(disk, fromHead, false) {
+			for i := range s.ts {
+				got[s.lset.String()] = append(got[s.lset.String()], sample{s.ts[i], s.vs[i]})
+			}
+		}
+		return got
+	}
+	before := want()
+	require.Len(t, before, 3)
+	require.Len(t, before[`{__name__="gpu_util", gpu="0"}`], 61)
+
+	require.True(t, db.fromWindow(t, mint, now, ms...), "the first read fills the window")
+	got := db.selectRaw(t, mint, now, ms...)
+	require.Equal(t, len(before), len(got))
+	for k, w := range before {
+		requireSamples(t, w, got[k])
+	}
+
+	// A Commit after the fill reaches the window, once.
+	ts = now + 15_000
+	db.set(time.UnixMilli(ts))
+	appendAt(ts, 1, `gpu_util{gpu="0"}`, `gpu_util{gpu="3"}`)
+	got = db.selectRaw(t, mint, ts, ms...)
+	require.True(t, db.fromWindow(t, mint, ts, ms...))
+	require.Len(t, got, 4)
+	require.Len(t, got[`{__name__="gpu_util", gpu="0"}`], 62)
+	require.Equal(t, []sample{{ts, 1}}, got[`{__name__="gpu_util", gpu="3"}`])
+}
+
+// TestRecentSeriesAddOlder: samples read from the store go in front of
+// what the window held, or in between, one per timestamp, none older than
+// the horizon.
+func TestRecentSeriesAddOlder(t *testing.T) {
+	s := &recentSeries{}
+	s.add(50, 5, 0)
+	s.add(60, 6, 0)
+	s.addOlder([]int64{10, 20, 30}, []float64{1, 2, 3}, 15) // in front, 10 past the horizon
+	require.Equal(t, []int64{20, 30, 50, 60}, s.ts)
+	require.Equal(t, []float64{2, 3, 5, 6}, s.vs)
+	s.addOlder([]int64{25, 40, 50, 70}, []float64{2.5, 4, 4, 7}, 15) // between, a duplicate, after
+	require.Equal(t, []int64{20, 25, 30, 40, 50, 60, 70}, s.ts)
+	require.Equal(t, []float64{2, 2.5, 3, 4, 5, 6, 7}, s.vs, "the larger value wins at a duplicate timestamp")
+	s.addOlder(nil, nil, 15)
+	require.Len(t, s.ts, 7)
 }

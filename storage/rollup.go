@@ -723,7 +723,7 @@ func (b *rollupBatch) write() error {
 				err = fmt.Errorf("write rollups to tier %s: %v", b.tier, r)
 			}
 		}()
-		ts.vm.AddRows(b.rows, precisionBits)
+		vmAddRows(ts.vm, b.rows, precisionBits)
 		return nil
 	}(); err != nil {
 		return err
@@ -763,10 +763,10 @@ var allSeries = []*labels.Matcher{labels.MustNewMatcher(labels.MatchNotEqual, la
 // flush, evicted as the cache fills like any other.
 const flushLabel = "__rollup_flush__"
 
-// debugFlush makes everything written to the tier searchable and counts
-// the flush for readFilters.
+// debugFlush makes everything written to the tier searchable, keeping no
+// row buffer (vmDebugFlush), and counts the flush for readFilters.
 func (ts *tierStore) debugFlush() {
-	ts.vm.DebugFlush()
+	vmDebugFlush(ts.vm)
 	ts.flushes.Add(1)
 }
 

@@ -99,7 +99,11 @@ func vmInit(budget, minFreeDisk int64, l *slog.Logger) error {
 		vmstorage.SetFreeDiskSpaceLimit(max(minFreeDisk/2, 0))
 		// One raw-row shard per partition instead of one per core: each
 		// holds 8 MiB for good (vmshards.go).
-		err = vmBoundRawRowShards()
+		if err = vmBoundRawRowShards(); err != nil {
+			return
+		}
+		// Flushes take the shards' row buffers along (vmrawrows.go).
+		err = vmRawRowsCheck()
 	})
 	return vmInitErr
 }
