@@ -92,13 +92,20 @@ load 1m
 	q, err := small.NewRangeQuery(ctx, st, nil, `http_requests_total[1h]`, start, end, step)
 	require.Error(t, err, "a range vector is refused before the split")
 	require.Nil(t, q)
-	q, err = small.NewRangeQuery(ctx, st, nil, `sum_over_time(http_requests_total[1h])`, start, end, step)
+	// (Not a query the pushdown takes: those run whole, pushesDown.)
+	q, err = small.NewRangeQuery(ctx, st, nil, `quantile_over_time(0.5, http_requests_total[1h])`, start, end, step)
 	require.NoError(t, err)
 	_, isSplit := q.(deadlineQuery).Query.(*splitQuery)
 	require.True(t, isSplit)
 	res := q.Exec(ctx)
 	var tooMany promql.ErrTooManySamples
 	require.ErrorAs(t, res.Err, &tooMany)
+	q.Close()
+	// One the pushdown takes runs whole: it uses every core itself.
+	q, err = small.NewRangeQuery(ctx, st, nil, `sum(sum_over_time(http_requests_total[1h]))`, start, end, step)
+	require.NoError(t, err)
+	_, isSplit = q.(deadlineQuery).Query.(*splitQuery)
+	require.False(t, isSplit)
 	q.Close()
 }
 

@@ -56,7 +56,7 @@ func (e *Engine) NewRangeQuery(ctx context.Context, q storage.Queryable, opts pr
 	}
 	q = e.opts.RemoteRead.queryable(q)
 	if expr, err := e.parser.ParseExpr(qs); err == nil {
-		if n := e.splitParts(expr, start, end, interval); n > 1 {
+		if n := e.splitParts(expr, start, end, interval); n > 1 && !e.pushesDown(qs, expr) {
 			return withDeadline(e.newSplitQuery(ctx, q, opts, qs, start, end, interval, n))(deadline)
 		}
 	}
