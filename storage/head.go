@@ -342,56 +342,66 @@ func (h *head) sweep(flushed uint64, now int64) {
 
 // read returns the series matching ms with samples in [mint, maxt] not yet
 // flushed, sorted by timestamp and de-duplicated; with labelsOnly, their
-// labels only.
+// labels only. Only the series that match have their labels decoded.
 func (h *head) read(ms []*labels.Matcher, mint, maxt int64, labelsOnly bool) []*series {
-	flushed := h.flushed.Load()
-	name, named := selectedName(ms)
-	var nameMs []*labels.Matcher
-	for _, m := range ms {
-		if m.Name == labels.MetricName {
-			nameMs = append(nameMs, m)
-		}
-	}
 	var (
 		out []*series
 		mn  vmstorage.MetricName
 		b   labels.ScratchBuilder
 	)
+	h.each(ms, mint, maxt, func(s *headSeries, ts []int64, vs []float64) {
+		if err := mn.UnmarshalRaw(s.raw); err != nil {
+			return // cannot happen: Commit marshalled it
+		}
+		got := &series{lset: metricNameToLabels(&b, &mn)}
+		if !labelsOnly {
+			for j, t := range ts {
+				if t >= mint && t <= maxt {
+					got.ts = append(got.ts, t)
+					got.vs = append(got.vs, vs[j])
+				}
+			}
+			got.sortAndDedup()
+		}
+		out = append(out, got)
+	})
+	return out
+}
+
+// each calls fn, under the series' shard's read lock, for every series
+// matching ms with a sample in [mint, maxt] not yet flushed, with its
+// unflushed samples (all of them, in the order added). The matchers are
+// tested on the raw name: a selector that names no metric and matches a
+// label few series have (the release detector's) visits every series, and
+// decoding each one's labels to test them was most of a read's cost
+// (issue 17's ingest profile).
+func (h *head) each(ms []*labels.Matcher, mint, maxt int64, fn func(s *headSeries, ts []int64, vs []float64)) {
+	flushed := h.flushed.Load()
+	name, named := selectedName(ms)
+	var nameMs, rest []*labels.Matcher
+	for _, m := range ms {
+		if m.Name == labels.MetricName {
+			nameMs = append(nameMs, m)
+		} else {
+			rest = append(rest, m)
+		}
+	}
+	inRange := func(t int64) bool { return t >= mint && t <= maxt }
 	for i := range h.shards {
 		sh := &h.shards[i]
 		sh.mu.RLock()
 		visit := func(s *headSeries) {
 			ts, vs := s.visible(flushed)
-			var got *series
-			for j, t := range ts {
-				if t < mint || t > maxt {
-					continue
-				}
-				if got == nil {
-					if err := mn.UnmarshalRaw(s.raw); err != nil {
-						return // cannot happen: Commit marshalled it
-					}
-					ls := metricNameToLabels(&b, &mn)
-					if !matchesAll(ms, ls) {
-						return
-					}
-					got = &series{lset: ls}
-					if labelsOnly {
-						break
-					}
-				}
-				got.ts = append(got.ts, t)
-				got.vs = append(got.vs, vs[j])
-			}
-			if got != nil {
-				got.sortAndDedup()
-				out = append(out, got)
+			if slices.ContainsFunc(ts, inRange) && matchesAllRaw(rest, s.raw) {
+				fn(s, ts, vs)
 			}
 		}
 		switch {
 		case named:
-			for _, s := range sh.byName[name] {
-				visit(s)
+			if list := sh.byName[name]; len(list) > 0 && matchesAllValue(nameMs, name) {
+				for _, s := range list {
+					visit(s)
+				}
 			}
 		case len(nameMs) > 0:
 			// `{__name__=~"vllm:.*"}`: test the names, not every series.
@@ -409,7 +419,51 @@ func (h *head) read(ms []*labels.Matcher, mint, maxt int64, labelsOnly bool) []*
 		}
 		sh.mu.RUnlock()
 	}
-	return out
+}
+
+// matchesAllRaw is matchesAll on a raw name: a label the name lacks has
+// the empty value. ms must not test __name__ (each tests the metric names
+// apart).
+func matchesAllRaw(ms []*labels.Matcher, raw []byte) bool {
+	for _, m := range ms {
+		v := rawLabelValue(raw, m.Name)
+		var ok bool
+		switch m.Type {
+		case labels.MatchEqual:
+			ok = string(v) == m.Value
+		case labels.MatchNotEqual:
+			ok = string(v) != m.Value
+		default:
+			ok = m.Matches(string(v))
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// rawLabelValue returns the value of label name in a raw name (the format
+// of marshalRawName), nil when it has none.
+func rawLabelValue(raw []byte, name string) []byte {
+	if name == labels.MetricName {
+		name = ""
+	}
+	for len(raw) >= 4 {
+		kl := int(raw[0])<<8 | int(raw[1])
+		if len(raw) < 2+kl+2 {
+			return nil
+		}
+		vl := int(raw[2+kl])<<8 | int(raw[3+kl])
+		if len(raw) < 4+kl+vl {
+			return nil
+		}
+		if string(raw[2:2+kl]) == name {
+			return raw[4+kl : 4+kl+vl]
+		}
+		raw = raw[4+kl+vl:]
+	}
+	return nil
 }
 
 func matchesAllValue(ms []*labels.Matcher, v string) bool {
@@ -460,17 +514,23 @@ func (h *head) delete(ms []*labels.Matcher) {
 }
 
 // labelValues returns the values of label name on the head's series
-// matching ms with samples in [mint, maxt] not yet flushed. The metric
+// matching ms with samples in [mint, maxt] not yet flushed, each once,
+// unsorted. The metric
 // names without other matchers (Grafana's metric browser) come from the
 // name index without decoding a series.
 func (h *head) labelValues(name string, ms []*labels.Matcher, mint, maxt int64) []string {
 	if name != labels.MetricName || len(ms) > 0 {
 		var out []string
-		for _, s := range h.read(ms, mint, maxt, true) {
-			if v := s.lset.Get(name); v != "" {
-				out = append(out, v)
+		seen := make(map[string]struct{})
+		h.each(ms, mint, maxt, func(s *headSeries, _ []int64, _ []float64) {
+			v := rawLabelValue(s.raw, name)
+			if _, ok := seen[string(v)]; ok || len(v) == 0 {
+				return
 			}
-		}
+			sv := string(v)
+			seen[sv] = struct{}{}
+			out = append(out, sv)
+		})
 		return out
 	}
 	flushed := h.flushed.Load()

@@ -299,3 +299,66 @@ func BenchmarkHeadFlushBurst(b *testing.B) {
 		}
 	}
 }
+
+// TestHeadMatchesOnRawNames: the head tests matchers on the raw name
+// (each) as matchesAll does on the decoded labels: every kind of matcher,
+// labels absent, empty matches, names that are prefixes of others.
+func TestHeadMatchesOnRawNames(t *testing.T) {
+	sets := []labels.Labels{
+		labels.FromStrings("__name__", "up", "job", "vllm", "instance", "a:1"),
+		labels.FromStrings("__name__", "up", "job", "vllm", "instance", "b:1", "version", "v2"),
+		labels.FromStrings("__name__", "go_info", "job", "appliance", "version", "go1.26"),
+		labels.FromStrings("__name__", "x", "A", "upper", "jo", "prefix", "job", "dcgm"),
+		labels.FromStrings("__name__", "y"),
+	}
+	ms := []*labels.Matcher{
+		labels.MustNewMatcher(labels.MatchEqual, "job", "vllm"),
+		labels.MustNewMatcher(labels.MatchEqual, "job", ""),
+		labels.MustNewMatcher(labels.MatchNotEqual, "version", ""),
+		labels.MustNewMatcher(labels.MatchNotEqual, "job", "vllm"),
+		labels.MustNewMatcher(labels.MatchRegexp, "instance", "a.*"),
+		labels.MustNewMatcher(labels.MatchRegexp, "version", ""),
+		labels.MustNewMatcher(labels.MatchNotRegexp, "job", "v.*"),
+		labels.MustNewMatcher(labels.MatchEqual, "jo", "prefix"),
+		labels.MustNewMatcher(labels.MatchEqual, "A", "upper"),
+		labels.MustNewMatcher(labels.MatchEqual, "absent", ""),
+	}
+	for _, ls := range sets {
+		raw, err := marshalRawName(nil, ls)
+		require.NoError(t, err)
+		for _, a := range ms {
+			for _, b := range ms {
+				pair := []*labels.Matcher{a, b}
+				require.Equal(t, matchesAll(pair, ls), matchesAllRaw(pair, raw), "%s %s %s", ls, a, b)
+			}
+			require.Equal(t, ls.Get(a.Name), string(rawLabelValue(raw, a.Name)), "%s %s", ls, a.Name)
+		}
+		require.Equal(t, ls.Get("__name__"), string(rawLabelValue(raw, "__name__")))
+	}
+
+	// Through the head: a selector without a metric name, label values
+	// without and with matchers (each value once).
+	h := newHead(nil)
+	var rows []vmstorage.MetricRow
+	var refs []uint64
+	for i, ls := range sets {
+		raw, err := marshalRawName(nil, ls)
+		require.NoError(t, err)
+		rows = append(rows, vmstorage.MetricRow{MetricNameRaw: raw, Timestamp: 1000, Value: float64(i)})
+		refs = append(refs, ls.Hash()&^collisionRefBit)
+	}
+	h.add(rows, refs, nil)
+	var got []string
+	for _, s := range h.read([]*labels.Matcher{
+		labels.MustNewMatcher(labels.MatchNotRegexp, "__name__", "(go|process)_.*"),
+		labels.MustNewMatcher(labels.MatchNotEqual, "version", ""),
+	}, 0, 2000, false) {
+		got = append(got, s.lset.String())
+		require.Equal(t, []int64{1000}, s.ts)
+	}
+	require.Equal(t, []string{`{__name__="up", instance="b:1", job="vllm", version="v2"}`}, got)
+	require.Empty(t, h.read([]*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "job", "vllm")}, 2000, 3000, false), "outside the time range")
+	require.ElementsMatch(t, []string{"vllm", "appliance", "dcgm"}, h.labelValues("job", nil, 0, 2000))
+	require.ElementsMatch(t, []string{"v2"}, h.labelValues("version", []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "__name__", "up")}, 0, 2000))
+	require.ElementsMatch(t, []string{"up"}, h.labelValues("__name__", []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "job", "vllm")}, 0, 2000))
+}
