@@ -115,7 +115,7 @@ type headSeries struct {
 	gen   uint64
 	split int
 	// seen is the wall-clock time (ms) of the add that brought the last
-	// sample; dropped is set when sweep removes the entry.
+	// sample; dropped is set when sweep or delete removes the entry.
 	seen    int64
 	dropped bool
 	ts      []int64
@@ -136,14 +136,16 @@ func newHead(wall func() time.Time) *head {
 	return h
 }
 
-// add keeps rows (refs parallel) in the current generation. Commit calls it
+// add keeps rows (refs and ents parallel; ents may be nil) in the current
+// generation; an entry of ents keeps the row's series for the next add,
+// which then skips the head's map. Commit calls it
 // after VictoriaMetrics took the rows (unless the head batches writes). It
 // returns the rows it did not keep, appended to skipped: those whose ref
 // the head holds for another name. A ref is the labels' hash and the
 // series cache tells colliding label sets apart only while it holds both,
 // so two series may share a ref over time (about 1e-8 odds at a million
 // series); such a row is left to VictoriaMetrics alone.
-func (h *head) add(rows []vmstorage.MetricRow, refs []uint64, skipped []vmstorage.MetricRow) []vmstorage.MetricRow {
+func (h *head) add(rows []vmstorage.MetricRow, refs []uint64, ents []*seriesEntry, skipped []vmstorage.MetricRow) []vmstorage.MetricRow {
 	h.addMu.RLock()
 	defer h.addMu.RUnlock()
 	g := h.gen.Load()
@@ -152,14 +154,22 @@ func (h *head) add(rows []vmstorage.MetricRow, refs []uint64, skipped []vmstorag
 		r := &rows[i]
 		sh := &h.shards[refs[i]%headShards]
 		sh.mu.Lock()
-		s := sh.series[refs[i]]
-		switch {
-		case s == nil:
-			s = sh.create(refs[i], r.MetricNameRaw, g)
-		case !sameName(s.raw, r.MetricNameRaw):
-			sh.mu.Unlock()
-			skipped = append(skipped, *r)
-			continue
+		var s *headSeries
+		if ents != nil && ents[i].head != nil && !ents[i].head.dropped {
+			s = ents[i].head // the entry's name is the row's
+		} else {
+			s = sh.series[refs[i]]
+			switch {
+			case s == nil:
+				s = sh.create(refs[i], r.MetricNameRaw, g)
+			case !sameName(s.raw, r.MetricNameRaw):
+				sh.mu.Unlock()
+				skipped = append(skipped, *r)
+				continue
+			}
+			if ents != nil {
+				ents[i].head = s
+			}
 		}
 		s.add(r.Timestamp, r.Value, g)
 		s.seen = now
@@ -208,6 +218,14 @@ func (s *headSeries) add(t int64, v float64, g uint64) {
 	}
 	s.ts = append(s.ts, t)
 	s.vs = append(s.vs, v)
+}
+
+// drop marks s removed from the head (a series cache entry may still
+// point to it: add then looks the series up again) and frees its buffers.
+// The shard's mu is held.
+func (s *headSeries) drop() {
+	s.dropped = true
+	s.ts, s.vs, s.split = nil, nil, 0
 }
 
 // dropPrev drops the samples of generation gen-1, keeping the buffers.
@@ -312,7 +330,7 @@ func (h *head) sweep(flushed uint64, now int64) {
 			switch {
 			case s.gen < flushed && now-s.seen >= headSeriesIdle.Milliseconds():
 				delete(sh.series, ref)
-				s.dropped = true
+				s.drop()
 				dropped = true
 			case s.gen <= flushed:
 				s.ts, s.vs, s.split = s.ts[:0], s.vs[:0], 0
@@ -449,13 +467,9 @@ func rawLabelValue(raw []byte, name string) []byte {
 	if name == labels.MetricName {
 		name = ""
 	}
-	for len(raw) >= 4 {
-		kl := int(raw[0])<<8 | int(raw[1])
-		if len(raw) < 2+kl+2 {
-			return nil
-		}
-		vl := int(raw[2+kl])<<8 | int(raw[3+kl])
-		if len(raw) < 4+kl+vl {
+	for len(raw) > 0 {
+		kl, vl, ok := rawLabelLens(raw)
+		if !ok {
 			return nil
 		}
 		if string(raw[2:2+kl]) == name {
@@ -502,6 +516,7 @@ func (h *head) delete(ms []*labels.Matcher) {
 				continue
 			}
 			delete(sh.series, ref)
+			s.drop()
 			list := slices.DeleteFunc(sh.byName[s.name], func(o *headSeries) bool { return o == s })
 			if len(list) == 0 {
 				delete(sh.byName, s.name)

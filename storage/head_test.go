@@ -112,7 +112,7 @@ func TestHeadGenerations(t *testing.T) {
 	other, err := marshalRawName(nil, labels.FromStrings("__name__", "g", "i", "2"))
 	require.NoError(t, err)
 	add := func(ref uint64, name []byte, ts int64) {
-		require.Empty(t, h.add([]vmstorage.MetricRow{{MetricNameRaw: name, Timestamp: ts, Value: float64(ts)}}, []uint64{ref}, nil))
+		require.Empty(t, h.add([]vmstorage.MetricRow{{MetricNameRaw: name, Timestamp: ts, Value: float64(ts)}}, []uint64{ref}, nil, nil))
 	}
 	times := func() map[string][]int64 {
 		out := map[string][]int64{}
@@ -145,7 +145,7 @@ func TestHeadGenerations(t *testing.T) {
 	// A ref the head holds for another name (a hash collision the series
 	// cache no longer sees): left to VictoriaMetrics.
 	row := vmstorage.MetricRow{MetricNameRaw: other, Timestamp: 5, Value: 5}
-	require.Equal(t, []vmstorage.MetricRow{row}, h.add([]vmstorage.MetricRow{row}, []uint64{1}, nil))
+	require.Equal(t, []vmstorage.MetricRow{row}, h.add([]vmstorage.MetricRow{row}, []uint64{1}, nil, nil))
 	require.Equal(t, map[string][]int64{"1": {4}}, times())
 
 	// A flush already running: a Commit's flush does not wait for it.
@@ -293,7 +293,7 @@ func BenchmarkHeadFlushBurst(b *testing.B) {
 		for i := range rows {
 			rows[i].Timestamp = ts
 		}
-		h.add(rows, refs, nil)
+		h.add(rows, refs, nil, nil)
 		for range 3 {
 			h.flush(func() {}, true)
 		}
@@ -347,7 +347,7 @@ func TestHeadMatchesOnRawNames(t *testing.T) {
 		rows = append(rows, vmstorage.MetricRow{MetricNameRaw: raw, Timestamp: 1000, Value: float64(i)})
 		refs = append(refs, ls.Hash()&^collisionRefBit)
 	}
-	h.add(rows, refs, nil)
+	h.add(rows, refs, nil, nil)
 	var got []string
 	for _, s := range h.read([]*labels.Matcher{
 		labels.MustNewMatcher(labels.MatchNotRegexp, "__name__", "(go|process)_.*"),
@@ -361,4 +361,47 @@ func TestHeadMatchesOnRawNames(t *testing.T) {
 	require.ElementsMatch(t, []string{"vllm", "appliance", "dcgm"}, h.labelValues("job", nil, 0, 2000))
 	require.ElementsMatch(t, []string{"v2"}, h.labelValues("version", []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "__name__", "up")}, 0, 2000))
 	require.ElementsMatch(t, []string{"up"}, h.labelValues("__name__", []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "job", "vllm")}, 0, 2000))
+}
+
+// TestHeadSeriesByEntry: add finds a series by its series cache entry,
+// and an entry whose series the head dropped (idle for headSeriesIdle)
+// gets the series made again, visible to reads and written at flush.
+func TestHeadSeriesByEntry(t *testing.T) {
+	wall := time.Unix(1_000_000, 0)
+	h := newHead(func() time.Time { return wall })
+	var written []vmstorage.MetricRow
+	h.write = func(rows []vmstorage.MetricRow) error {
+		written = append(written, rows...)
+		return nil
+	}
+	raw, err := marshalRawName(nil, labels.FromStrings("__name__", "e", "i", "1"))
+	require.NoError(t, err)
+	e := &seriesEntry{raw: raw}
+	add := func(ts int64) {
+		require.Empty(t, h.add([]vmstorage.MetricRow{{MetricNameRaw: raw, Timestamp: ts, Value: 1}}, []uint64{7}, []*seriesEntry{e}, nil))
+	}
+	sel := []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "__name__", "e")}
+	add(1)
+	first := e.head
+	require.NotNil(t, first)
+	add(2)
+	require.Same(t, first, e.head)
+	require.Len(t, h.read(sel, 0, 10, false), 1)
+
+	// Idle past headSeriesIdle and two flushes: the head drops it.
+	wall = wall.Add(headSeriesIdle)
+	h.flush(func() {}, true)
+	h.flush(func() {}, true)
+	require.True(t, first.dropped)
+	require.Empty(t, h.shards[7%headShards].series)
+
+	written = nil
+	add(3)
+	require.NotSame(t, first, e.head)
+	require.Same(t, e.head, h.shards[7%headShards].series[7])
+	got := h.read(sel, 0, 10, false)
+	require.Len(t, got, 1)
+	require.Equal(t, []int64{3}, got[0].ts)
+	h.flush(func() {}, true)
+	require.Equal(t, []vmstorage.MetricRow{{MetricNameRaw: raw, Timestamp: 3, Value: 1}}, written)
 }

@@ -90,7 +90,7 @@ func BenchmarkHeadRead(b *testing.B) {
 		rows[i] = vmstorage.MetricRow{MetricNameRaw: raw, Timestamp: 1000, Value: 1}
 		refs[i] = uint64(i+1) * 0x9e3779b97f4a7c15 &^ collisionRefBit
 	}
-	h.add(rows, refs, nil)
+	h.add(rows, refs, nil, nil)
 	b.Run("select", func(b *testing.B) {
 		ms := []*labels.Matcher{
 			labels.MustNewMatcher(labels.MatchNotRegexp, "__name__", "(go|python|process|appliance)_.*"),

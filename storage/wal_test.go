@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/prometheus/prometheus/model/labels"
 	promstorage "github.com/prometheus/prometheus/storage"
+	"github.com/prometheus/prometheus/tsdb/record"
 	"github.com/prometheus/prometheus/tsdb/wlog"
 	"github.com/stretchr/testify/require"
 )
@@ -307,4 +308,61 @@ func TestDiskWatermark(t *testing.T) {
 	require.NoError(t, big())
 	clock.Add(int64(diskCheckInterval))
 	require.ErrorIs(t, big(), ErrDiskFull, "the first commit's bytes are still pending")
+}
+
+// TestWALSeriesFromRawNames: the WAL writes a series record from the raw
+// name (appendRawSeries) byte for byte as tsdb/record encodes the labels,
+// and refuses a raw name out of label order (the WAL then encodes it
+// through the labels).
+func TestWALSeriesFromRawNames(t *testing.T) {
+	var enc record.Encoder
+	for _, ls := range []labels.Labels{
+		labels.FromStrings("__name__", "up", "job", "vllm", "instance", "a:1"),
+		labels.FromStrings("__name__", "x", "A", "before the name", "Z", "too", "a", strings.Repeat("v", 300)),
+		labels.FromStrings("job", "no name"),
+		labels.FromStrings("__name__", "only"),
+	} {
+		raw, err := marshalRawName(nil, ls)
+		require.NoError(t, err)
+		got, ok := appendRawSeries([]byte{byte(record.Series)}, 42, raw)
+		require.True(t, ok, "%s", ls)
+		require.Equal(t, enc.Series([]record.RefSeries{{Ref: 42, Labels: ls}}, nil), got, "%s", ls)
+	}
+	unordered := append(appendRawLabelT(t, nil, "job", "a"), appendRawLabelT(t, nil, "instance", "b")...)
+	got, ok := appendRawSeries([]byte{1}, 1, unordered)
+	require.False(t, ok)
+	require.Equal(t, []byte{1}, got)
+	got, ok = appendRawSeries([]byte{1}, 1, []byte{0, 9, 'x'})
+	require.False(t, ok, "malformed")
+	require.Equal(t, []byte{1}, got)
+}
+
+func appendRawLabelT(t *testing.T, dst []byte, name, value string) []byte {
+	t.Helper()
+	dst, err := appendRawLabel(dst, name, value)
+	require.NoError(t, err)
+	return dst
+}
+
+// TestWALNamesSeriesAgainAfterEviction: a series whose series cache entry
+// was dropped (the cache is bounded) gets a new entry that the WAL has not
+// seen: the WAL names the series again, and every sample replays.
+func TestWALNamesSeriesAgainAfterEviction(t *testing.T) {
+	crashed, fresh := t.TempDir(), t.TempDir()
+	db := openTestDB(t, crashed, nil)
+	first := samplesOf(5, baseTime, 1000, func(i int) float64 { return float64(i) })
+	appendSamples(t, db, map[string][]sample{`up{job="a"}`: first})
+	for i := range db.names.shards {
+		sh := &db.names.shards[i]
+		sh.mu.Lock()
+		sh.curr, sh.prev = make(map[uint64]*seriesEntry), nil
+		sh.mu.Unlock()
+	}
+	second := samplesOf(5, baseTime+5000, 1000, func(i int) float64 { return float64(10 + i) })
+	appendSamples(t, db, map[string][]sample{`up{job="a"}`: second})
+	copyWAL(t, crashed, fresh)
+
+	db2 := openTestDB(t, fresh, nil)
+	_, got := selectAll(t, db2, baseTime, baseTime+20_000, nil, anyName)
+	requireSamples(t, append(append([]sample{}, first...), second...), got[`{__name__="up", job="a"}`])
 }
