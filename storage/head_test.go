@@ -405,3 +405,31 @@ func TestHeadSeriesByEntry(t *testing.T) {
 	h.flush(func() {}, true)
 	require.Equal(t, []vmstorage.MetricRow{{MetricNameRaw: raw, Timestamp: 3, Value: 1}}, written)
 }
+
+// TestHeadAddKeepsOrder: each series' samples stay in the order of the
+// commit, and a row whose ref the head holds for another name is handed
+// back.
+func TestHeadAddKeepsOrder(t *testing.T) {
+	h := newHead(nil)
+	var rows []vmstorage.MetricRow
+	var refs []uint64
+	for i := range 40 {
+		raw, err := marshalRawName(nil, labels.FromStrings("__name__", "o", "i", strconv.Itoa(i%20)))
+		require.NoError(t, err)
+		// Each series twice, the later sample first: add keeps the
+		// commit's order (read sorts).
+		rows = append(rows, vmstorage.MetricRow{MetricNameRaw: raw, Timestamp: int64(100 - i), Value: float64(i)})
+		refs = append(refs, uint64(i%20))
+	}
+	require.Empty(t, h.add(rows, refs, nil, nil))
+	for i := range 20 {
+		s := h.shards[i%headShards].series[uint64(i)]
+		require.NotNil(t, s)
+		require.Equal(t, []int64{int64(100 - i), int64(80 - i)}, s.ts)
+		require.Equal(t, []float64{float64(i), float64(i + 20)}, s.vs)
+	}
+	other, err := marshalRawName(nil, labels.FromStrings("__name__", "collides"))
+	require.NoError(t, err)
+	row := vmstorage.MetricRow{MetricNameRaw: other, Timestamp: 1, Value: 1}
+	require.Equal(t, []vmstorage.MetricRow{row}, h.add([]vmstorage.MetricRow{rows[0], row}, []uint64{0, 3}, nil, nil))
+}
