@@ -87,7 +87,10 @@ type head struct {
 	// generation's samples to VictoriaMetrics at flush, each series' samples
 	// next to each other; Commit then does not call AddRows itself.
 	write func([]vmstorage.MetricRow) error
-	// rows is flush's buffer for write.
+	// rows is flush's buffer for write: one shard's samples at a time, so
+	// it is reused from flush to flush (all of a flush at 100,000 series,
+	// about a million rows, was a new 40-50 MB buffer each time: a third
+	// of the bytes the appliance allocated in issue 17's ingest run).
 	rows []vmstorage.MetricRow
 	// flushMu serializes flushes; lastFlush is the wall-clock time (ms)
 	// the last one ended.
@@ -255,9 +258,9 @@ func (s *headSeries) visible(flushed uint64) (ts []int64, vs []float64) {
 // make everything VictoriaMetrics took searchable: DebugFlush) and marks
 // the closed generation flushed. Only one flush runs at a time; with wait
 // false, flush returns at once when another is running. It returns the
-// error of the batched write; the samples are then lost to
-// VictoriaMetrics (they stay in the WAL until it is trimmed), as a failed
-// AddRows in Commit loses them.
+// error of the first failed batched write (one per shard); those samples
+// are then lost to VictoriaMetrics (they stay in the WAL until it is
+// trimmed), as a failed AddRows in Commit loses them.
 func (h *head) flush(flushVM func(), wait bool) (err error) {
 	if wait {
 		h.flushMu.Lock()
@@ -269,11 +272,15 @@ func (h *head) flush(flushVM func(), wait bool) (err error) {
 	closed := h.gen.Add(1) - 1
 	h.addMu.Unlock()
 	if h.write != nil {
-		h.rows = h.collect(closed, h.rows[:0])
-		if len(h.rows) > 0 {
-			err = h.write(h.rows)
+		for i := range h.shards {
+			h.rows = h.collect(closed, &h.shards[i], h.rows[:0])
+			if len(h.rows) > 0 {
+				if werr := h.write(h.rows); werr != nil && err == nil {
+					err = werr
+				}
+			}
+			clear(h.rows) // drop references to the names
 		}
-		clear(h.rows) // drop references to the names
 		if cap(h.rows) > maxPooledRows {
 			h.rows = nil
 		}
@@ -286,28 +293,25 @@ func (h *head) flush(flushVM func(), wait bool) (err error) {
 	return err
 }
 
-// collect appends the samples of generation g to dst, series by series:
-// VictoriaMetrics looks a series up once for consecutive rows of the same
-// name (35-50% of AddRows' cost with 2-3 samples per series, issue 17).
-// No add runs in g any more (flush closed it).
-func (h *head) collect(g uint64, dst []vmstorage.MetricRow) []vmstorage.MetricRow {
-	for i := range h.shards {
-		sh := &h.shards[i]
-		sh.mu.RLock()
-		for _, s := range sh.series {
-			var ts []int64
-			var vs []float64
-			switch {
-			case s.gen == g:
-				ts, vs = s.ts[s.split:], s.vs[s.split:]
-			case s.gen == g+1:
-				ts, vs = s.ts[:s.split], s.vs[:s.split]
-			}
-			for j, t := range ts {
-				dst = append(dst, vmstorage.MetricRow{MetricNameRaw: s.raw, Timestamp: t, Value: vs[j]})
-			}
+// collect appends the samples of generation g in shard sh to dst, series
+// by series: VictoriaMetrics looks a series up once for consecutive rows
+// of the same name (35-50% of AddRows' cost with 2-3 samples per series,
+// issue 17). No add runs in g any more (flush closed it).
+func (h *head) collect(g uint64, sh *headShard, dst []vmstorage.MetricRow) []vmstorage.MetricRow {
+	sh.mu.RLock()
+	defer sh.mu.RUnlock()
+	for _, s := range sh.series {
+		var ts []int64
+		var vs []float64
+		switch {
+		case s.gen == g:
+			ts, vs = s.ts[s.split:], s.vs[s.split:]
+		case s.gen == g+1:
+			ts, vs = s.ts[:s.split], s.vs[:s.split]
 		}
-		sh.mu.RUnlock()
+		for j, t := range ts {
+			dst = append(dst, vmstorage.MetricRow{MetricNameRaw: s.raw, Timestamp: t, Value: vs[j]})
+		}
 	}
 	return dst
 }

@@ -112,3 +112,47 @@ func BenchmarkHeadRead(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkHeadFlushWrites is the head's batched write at issue 17's
+// scale: 100,000 series get a minute of samples at 5 s (12 adds), then a
+// flush hands them to VictoriaMetrics (here a write that only counts the
+// rows). One op is the minute and its flush; B/op is what the head
+// allocates for it.
+func BenchmarkHeadFlushWrites(b *testing.B) {
+	const n, perMinute = 100_000, 12
+	h := newHead(nil)
+	written := 0
+	h.write = func(rows []vmstorage.MetricRow) error {
+		written += len(rows)
+		return nil
+	}
+	rows := make([]vmstorage.MetricRow, n)
+	refs := make([]uint64, n)
+	for i := range rows {
+		raw, err := marshalRawName(nil, labels.FromStrings("__name__", "vllm:metric_"+strconv.Itoa(i%1000), "instance", strconv.Itoa(i/1000)))
+		require.NoError(b, err)
+		rows[i] = vmstorage.MetricRow{MetricNameRaw: raw, Value: 1}
+		refs[i] = uint64(i+1) * 0x9e3779b97f4a7c15 &^ collisionRefBit
+	}
+	ts := int64(0)
+	minute := func() {
+		for range perMinute {
+			ts += 5000
+			for i := range rows {
+				rows[i].Timestamp = ts
+			}
+			h.add(rows, refs, nil, nil)
+		}
+		require.NoError(b, h.flush(func() {}, true))
+	}
+	minute() // the series exist, their buffers grown
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		written = 0
+		minute()
+		if written != n*perMinute {
+			b.Fatalf("wrote %d rows, want %d", written, n*perMinute)
+		}
+	}
+}
