@@ -6,7 +6,9 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -365,4 +367,56 @@ func TestWALNamesSeriesAgainAfterEviction(t *testing.T) {
 	db2 := openTestDB(t, fresh, nil)
 	_, got := selectAll(t, db2, baseTime, baseTime+20_000, nil, anyName)
 	requireSamples(t, append(append([]sample{}, first...), second...), got[`{__name__="up", job="a"}`])
+}
+
+// TestConcurrentCommitsShareEntries: appenders committing the same series
+// at once share their series cache entries (the head's place and the WAL
+// record ref in them); every sample is shown by the head and replays from
+// the WAL. Run with -race, it checks that the entries are guarded.
+func TestConcurrentCommitsShareEntries(t *testing.T) {
+	const writers, commits, nSeries = 4, 10, 50
+	crashed, fresh := t.TempDir(), t.TempDir()
+	db := openTestDB(t, crashed, nil)
+	lsets := make([]labels.Labels, nSeries)
+	for i := range lsets {
+		lsets[i] = labels.FromStrings("__name__", "shared", "i", strconv.Itoa(i))
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	for w := range writers {
+		wg.Go(func() {
+			refs := make([]promstorage.SeriesRef, nSeries)
+			for k := range commits {
+				app := db.AppenderV2(context.Background())
+				ts := baseTime + int64(k*writers+w)*1000
+				for i, ls := range lsets {
+					ref, err := app.Append(refs[i], ls, 0, ts, float64(w), nil, nil, promstorage.AOptions{})
+					if err != nil {
+						errs <- err
+						return
+					}
+					refs[i] = ref
+				}
+				if err := app.Commit(); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	check := func(db *DB) {
+		_, got := selectAll(t, db, baseTime, baseTime+int64(writers*commits)*1000, nil, anyName)
+		require.Len(t, got, nSeries)
+		for k, s := range got {
+			require.Len(t, s, writers*commits, k)
+		}
+	}
+	check(db)
+	copyWAL(t, crashed, fresh)
+	check(openTestDB(t, fresh, nil))
 }
