@@ -92,8 +92,10 @@ type appender struct {
 	db *DB
 
 	rows []vmstorage.MetricRow
-	// refs are the rows' series refs, for the WAL's records.
+	// refs are the rows' series refs, for the WAL's records; ents their
+	// series cache entries, by which the WAL and the head find the series.
 	refs    []uint64
+	ents    []*seriesEntry
 	scratch []byte
 	// sync asks Commit to fsync the WAL (WithSyncCommit); replay marks
 	// the appender of WAL replay, whose Commit does not log again.
@@ -121,9 +123,14 @@ func (a *appender) release() {
 	if cap(a.refs) > maxPooledRows {
 		a.refs = nil
 	}
+	if cap(a.ents) > maxPooledRows {
+		a.ents = nil
+	}
 	clear(a.rows) // drop references to cached names
+	clear(a.ents)
 	a.rows = a.rows[:0]
 	a.refs = a.refs[:0]
+	a.ents = a.ents[:0]
 	a.sync, a.replay, a.self, a.force = false, false, false, false
 	a.meta = a.meta[:0]
 	a.lastFamily, a.lastMeta = "", metadata.Metadata{}
@@ -150,7 +157,7 @@ func (a *appender) Append(ref promstorage.SeriesRef, ls labels.Labels, _, t int6
 }
 
 func (a *appender) appendFloat(ref promstorage.SeriesRef, ls labels.Labels, t int64, v float64) (promstorage.SeriesRef, error) {
-	ref, raw, scratch, added, err := a.db.names.lookup(ref, ls, a.scratch)
+	ref, e, scratch, added, err := a.db.names.lookup(ref, ls, a.scratch)
 	a.scratch = scratch
 	if err != nil {
 		a.db.metrics.appendErrors(reasonInvalidLabels, 1)
@@ -173,12 +180,13 @@ func (a *appender) appendFloat(ref promstorage.SeriesRef, ls labels.Labels, t in
 	if g := a.db.guard; g != nil && !g.admit(uint64(ref), a.force || a.replay || a.self) {
 		if added {
 			// Not stored: its name books no index space (diskspace.go).
-			a.db.names.unbook(len(raw))
+			a.db.names.unbook(len(e.raw))
 		}
 		return 0, g.refuse(ls, a.wall)
 	}
-	a.rows = append(a.rows, vmstorage.MetricRow{MetricNameRaw: raw, Timestamp: t, Value: v})
+	a.rows = append(a.rows, vmstorage.MetricRow{MetricNameRaw: e.raw, Timestamp: t, Value: v})
 	a.refs = append(a.refs, uint64(ref))
+	a.ents = append(a.ents, e)
 	return ref, nil
 }
 
@@ -239,7 +247,7 @@ func (a *appender) Commit() (err error) {
 	lo, hi := now-db.oldestAccepted().Milliseconds(), now+futureRetention.Milliseconds()
 	rawLo := now - db.opts.RetentionRaw.Milliseconds()
 	minT, maxT := int64(math.MaxInt64), int64(math.MinInt64)
-	rows, refs := a.rows[:0], a.refs[:0]
+	rows, refs, ents := a.rows[:0], a.refs[:0], a.ents[:0]
 	var (
 		old     []vmstorage.MetricRow
 		oldRefs []uint64
@@ -256,6 +264,7 @@ func (a *appender) Commit() (err error) {
 		minT, maxT = min(minT, r.Timestamp), max(maxT, r.Timestamp)
 		rows = append(rows, r)
 		refs = append(refs, a.refs[i])
+		ents = append(ents, a.ents[i])
 	}
 	if n := len(a.rows) - len(rows) - len(old); n > 0 {
 		db.metrics.appendErrors(reasonOutOfBounds, n)
@@ -284,7 +293,7 @@ func (a *appender) Commit() (err error) {
 	// VictoriaMetrics does (head.go). Only after AddRows returned, so a
 	// flush that closes this generation finds them in VictoriaMetrics;
 	// with HeadBatchWrites the flush writes them itself.
-	if skipped := db.head.add(rows, refs, nil); len(skipped) > 0 && db.head.write != nil {
+	if skipped := db.head.add(rows, refs, ents, nil); len(skipped) > 0 && db.head.write != nil {
 		if err := db.addRows(skipped); err != nil {
 			db.metrics.appendErrors(reasonWrite, len(skipped))
 			return err

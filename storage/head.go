@@ -87,7 +87,10 @@ type head struct {
 	// generation's samples to VictoriaMetrics at flush, each series' samples
 	// next to each other; Commit then does not call AddRows itself.
 	write func([]vmstorage.MetricRow) error
-	// rows is flush's buffer for write.
+	// rows is flush's buffer for write: one shard's samples at a time, so
+	// it is reused from flush to flush (all of a flush at 100,000 series,
+	// about a million rows, was a new 40-50 MB buffer each time: a third
+	// of the bytes the appliance allocated in issue 17's ingest run).
 	rows []vmstorage.MetricRow
 	// flushMu serializes flushes; lastFlush is the wall-clock time (ms)
 	// the last one ended.
@@ -115,7 +118,7 @@ type headSeries struct {
 	gen   uint64
 	split int
 	// seen is the wall-clock time (ms) of the add that brought the last
-	// sample; dropped is set when sweep removes the entry.
+	// sample; dropped is set when sweep or delete removes the entry.
 	seen    int64
 	dropped bool
 	ts      []int64
@@ -136,14 +139,16 @@ func newHead(wall func() time.Time) *head {
 	return h
 }
 
-// add keeps rows (refs parallel) in the current generation. Commit calls it
+// add keeps rows (refs and ents parallel; ents may be nil) in the current
+// generation; an entry of ents keeps the row's series for the next add,
+// which then skips the head's map. Commit calls it
 // after VictoriaMetrics took the rows (unless the head batches writes). It
 // returns the rows it did not keep, appended to skipped: those whose ref
 // the head holds for another name. A ref is the labels' hash and the
 // series cache tells colliding label sets apart only while it holds both,
 // so two series may share a ref over time (about 1e-8 odds at a million
 // series); such a row is left to VictoriaMetrics alone.
-func (h *head) add(rows []vmstorage.MetricRow, refs []uint64, skipped []vmstorage.MetricRow) []vmstorage.MetricRow {
+func (h *head) add(rows []vmstorage.MetricRow, refs []uint64, ents []*seriesEntry, skipped []vmstorage.MetricRow) []vmstorage.MetricRow {
 	h.addMu.RLock()
 	defer h.addMu.RUnlock()
 	g := h.gen.Load()
@@ -152,14 +157,22 @@ func (h *head) add(rows []vmstorage.MetricRow, refs []uint64, skipped []vmstorag
 		r := &rows[i]
 		sh := &h.shards[refs[i]%headShards]
 		sh.mu.Lock()
-		s := sh.series[refs[i]]
-		switch {
-		case s == nil:
-			s = sh.create(refs[i], r.MetricNameRaw, g)
-		case !sameName(s.raw, r.MetricNameRaw):
-			sh.mu.Unlock()
-			skipped = append(skipped, *r)
-			continue
+		var s *headSeries
+		if ents != nil && ents[i].head != nil && !ents[i].head.dropped {
+			s = ents[i].head // the entry's name is the row's
+		} else {
+			s = sh.series[refs[i]]
+			switch {
+			case s == nil:
+				s = sh.create(refs[i], r.MetricNameRaw, g)
+			case !sameName(s.raw, r.MetricNameRaw):
+				sh.mu.Unlock()
+				skipped = append(skipped, *r)
+				continue
+			}
+			if ents != nil {
+				ents[i].head = s
+			}
 		}
 		s.add(r.Timestamp, r.Value, g)
 		s.seen = now
@@ -210,6 +223,14 @@ func (s *headSeries) add(t int64, v float64, g uint64) {
 	s.vs = append(s.vs, v)
 }
 
+// drop marks s removed from the head (a series cache entry may still
+// point to it: add then looks the series up again) and frees its buffers.
+// The shard's mu is held.
+func (s *headSeries) drop() {
+	s.dropped = true
+	s.ts, s.vs, s.split = nil, nil, 0
+}
+
 // dropPrev drops the samples of generation gen-1, keeping the buffers.
 func (s *headSeries) dropPrev() {
 	if s.split == 0 {
@@ -237,9 +258,9 @@ func (s *headSeries) visible(flushed uint64) (ts []int64, vs []float64) {
 // make everything VictoriaMetrics took searchable: DebugFlush) and marks
 // the closed generation flushed. Only one flush runs at a time; with wait
 // false, flush returns at once when another is running. It returns the
-// error of the batched write; the samples are then lost to
-// VictoriaMetrics (they stay in the WAL until it is trimmed), as a failed
-// AddRows in Commit loses them.
+// error of the first failed batched write (one per shard); those samples
+// are then lost to VictoriaMetrics (they stay in the WAL until it is
+// trimmed), as a failed AddRows in Commit loses them.
 func (h *head) flush(flushVM func(), wait bool) (err error) {
 	if wait {
 		h.flushMu.Lock()
@@ -251,11 +272,15 @@ func (h *head) flush(flushVM func(), wait bool) (err error) {
 	closed := h.gen.Add(1) - 1
 	h.addMu.Unlock()
 	if h.write != nil {
-		h.rows = h.collect(closed, h.rows[:0])
-		if len(h.rows) > 0 {
-			err = h.write(h.rows)
+		for i := range h.shards {
+			h.rows = h.collect(closed, &h.shards[i], h.rows[:0])
+			if len(h.rows) > 0 {
+				if werr := h.write(h.rows); werr != nil && err == nil {
+					err = werr
+				}
+			}
+			clear(h.rows) // drop references to the names
 		}
-		clear(h.rows) // drop references to the names
 		if cap(h.rows) > maxPooledRows {
 			h.rows = nil
 		}
@@ -268,28 +293,25 @@ func (h *head) flush(flushVM func(), wait bool) (err error) {
 	return err
 }
 
-// collect appends the samples of generation g to dst, series by series:
-// VictoriaMetrics looks a series up once for consecutive rows of the same
-// name (35-50% of AddRows' cost with 2-3 samples per series, issue 17).
-// No add runs in g any more (flush closed it).
-func (h *head) collect(g uint64, dst []vmstorage.MetricRow) []vmstorage.MetricRow {
-	for i := range h.shards {
-		sh := &h.shards[i]
-		sh.mu.RLock()
-		for _, s := range sh.series {
-			var ts []int64
-			var vs []float64
-			switch {
-			case s.gen == g:
-				ts, vs = s.ts[s.split:], s.vs[s.split:]
-			case s.gen == g+1:
-				ts, vs = s.ts[:s.split], s.vs[:s.split]
-			}
-			for j, t := range ts {
-				dst = append(dst, vmstorage.MetricRow{MetricNameRaw: s.raw, Timestamp: t, Value: vs[j]})
-			}
+// collect appends the samples of generation g in shard sh to dst, series
+// by series: VictoriaMetrics looks a series up once for consecutive rows
+// of the same name (35-50% of AddRows' cost with 2-3 samples per series,
+// issue 17). No add runs in g any more (flush closed it).
+func (h *head) collect(g uint64, sh *headShard, dst []vmstorage.MetricRow) []vmstorage.MetricRow {
+	sh.mu.RLock()
+	defer sh.mu.RUnlock()
+	for _, s := range sh.series {
+		var ts []int64
+		var vs []float64
+		switch {
+		case s.gen == g:
+			ts, vs = s.ts[s.split:], s.vs[s.split:]
+		case s.gen == g+1:
+			ts, vs = s.ts[:s.split], s.vs[:s.split]
 		}
-		sh.mu.RUnlock()
+		for j, t := range ts {
+			dst = append(dst, vmstorage.MetricRow{MetricNameRaw: s.raw, Timestamp: t, Value: vs[j]})
+		}
 	}
 	return dst
 }
@@ -312,7 +334,7 @@ func (h *head) sweep(flushed uint64, now int64) {
 			switch {
 			case s.gen < flushed && now-s.seen >= headSeriesIdle.Milliseconds():
 				delete(sh.series, ref)
-				s.dropped = true
+				s.drop()
 				dropped = true
 			case s.gen <= flushed:
 				s.ts, s.vs, s.split = s.ts[:0], s.vs[:0], 0
@@ -342,56 +364,66 @@ func (h *head) sweep(flushed uint64, now int64) {
 
 // read returns the series matching ms with samples in [mint, maxt] not yet
 // flushed, sorted by timestamp and de-duplicated; with labelsOnly, their
-// labels only.
+// labels only. Only the series that match have their labels decoded.
 func (h *head) read(ms []*labels.Matcher, mint, maxt int64, labelsOnly bool) []*series {
-	flushed := h.flushed.Load()
-	name, named := selectedName(ms)
-	var nameMs []*labels.Matcher
-	for _, m := range ms {
-		if m.Name == labels.MetricName {
-			nameMs = append(nameMs, m)
-		}
-	}
 	var (
 		out []*series
 		mn  vmstorage.MetricName
 		b   labels.ScratchBuilder
 	)
+	h.each(ms, mint, maxt, func(s *headSeries, ts []int64, vs []float64) {
+		if err := mn.UnmarshalRaw(s.raw); err != nil {
+			return // cannot happen: Commit marshalled it
+		}
+		got := &series{lset: metricNameToLabels(&b, &mn)}
+		if !labelsOnly {
+			for j, t := range ts {
+				if t >= mint && t <= maxt {
+					got.ts = append(got.ts, t)
+					got.vs = append(got.vs, vs[j])
+				}
+			}
+			got.sortAndDedup()
+		}
+		out = append(out, got)
+	})
+	return out
+}
+
+// each calls fn, under the series' shard's read lock, for every series
+// matching ms with a sample in [mint, maxt] not yet flushed, with its
+// unflushed samples (all of them, in the order added). The matchers are
+// tested on the raw name: a selector that names no metric and matches a
+// label few series have (the release detector's) visits every series, and
+// decoding each one's labels to test them was most of a read's cost
+// (issue 17's ingest profile).
+func (h *head) each(ms []*labels.Matcher, mint, maxt int64, fn func(s *headSeries, ts []int64, vs []float64)) {
+	flushed := h.flushed.Load()
+	name, named := selectedName(ms)
+	var nameMs, rest []*labels.Matcher
+	for _, m := range ms {
+		if m.Name == labels.MetricName {
+			nameMs = append(nameMs, m)
+		} else {
+			rest = append(rest, m)
+		}
+	}
+	inRange := func(t int64) bool { return t >= mint && t <= maxt }
 	for i := range h.shards {
 		sh := &h.shards[i]
 		sh.mu.RLock()
 		visit := func(s *headSeries) {
 			ts, vs := s.visible(flushed)
-			var got *series
-			for j, t := range ts {
-				if t < mint || t > maxt {
-					continue
-				}
-				if got == nil {
-					if err := mn.UnmarshalRaw(s.raw); err != nil {
-						return // cannot happen: Commit marshalled it
-					}
-					ls := metricNameToLabels(&b, &mn)
-					if !matchesAll(ms, ls) {
-						return
-					}
-					got = &series{lset: ls}
-					if labelsOnly {
-						break
-					}
-				}
-				got.ts = append(got.ts, t)
-				got.vs = append(got.vs, vs[j])
-			}
-			if got != nil {
-				got.sortAndDedup()
-				out = append(out, got)
+			if slices.ContainsFunc(ts, inRange) && matchesAllRaw(rest, s.raw) {
+				fn(s, ts, vs)
 			}
 		}
 		switch {
 		case named:
-			for _, s := range sh.byName[name] {
-				visit(s)
+			if list := sh.byName[name]; len(list) > 0 && matchesAllValue(nameMs, name) {
+				for _, s := range list {
+					visit(s)
+				}
 			}
 		case len(nameMs) > 0:
 			// `{__name__=~"vllm:.*"}`: test the names, not every series.
@@ -409,7 +441,47 @@ func (h *head) read(ms []*labels.Matcher, mint, maxt int64, labelsOnly bool) []*
 		}
 		sh.mu.RUnlock()
 	}
-	return out
+}
+
+// matchesAllRaw is matchesAll on a raw name: a label the name lacks has
+// the empty value. ms must not test __name__ (each tests the metric names
+// apart).
+func matchesAllRaw(ms []*labels.Matcher, raw []byte) bool {
+	for _, m := range ms {
+		v := rawLabelValue(raw, m.Name)
+		var ok bool
+		switch m.Type {
+		case labels.MatchEqual:
+			ok = string(v) == m.Value
+		case labels.MatchNotEqual:
+			ok = string(v) != m.Value
+		default:
+			ok = m.Matches(string(v))
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// rawLabelValue returns the value of label name in a raw name (the format
+// of marshalRawName), nil when it has none.
+func rawLabelValue(raw []byte, name string) []byte {
+	if name == labels.MetricName {
+		name = ""
+	}
+	for len(raw) > 0 {
+		kl, vl, ok := rawLabelLens(raw)
+		if !ok {
+			return nil
+		}
+		if string(raw[2:2+kl]) == name {
+			return raw[4+kl : 4+kl+vl]
+		}
+		raw = raw[4+kl+vl:]
+	}
+	return nil
 }
 
 func matchesAllValue(ms []*labels.Matcher, v string) bool {
@@ -448,6 +520,7 @@ func (h *head) delete(ms []*labels.Matcher) {
 				continue
 			}
 			delete(sh.series, ref)
+			s.drop()
 			list := slices.DeleteFunc(sh.byName[s.name], func(o *headSeries) bool { return o == s })
 			if len(list) == 0 {
 				delete(sh.byName, s.name)
@@ -460,17 +533,23 @@ func (h *head) delete(ms []*labels.Matcher) {
 }
 
 // labelValues returns the values of label name on the head's series
-// matching ms with samples in [mint, maxt] not yet flushed. The metric
+// matching ms with samples in [mint, maxt] not yet flushed, each once,
+// unsorted. The metric
 // names without other matchers (Grafana's metric browser) come from the
 // name index without decoding a series.
 func (h *head) labelValues(name string, ms []*labels.Matcher, mint, maxt int64) []string {
 	if name != labels.MetricName || len(ms) > 0 {
 		var out []string
-		for _, s := range h.read(ms, mint, maxt, true) {
-			if v := s.lset.Get(name); v != "" {
-				out = append(out, v)
+		seen := make(map[string]struct{})
+		h.each(ms, mint, maxt, func(s *headSeries, _ []int64, _ []float64) {
+			v := rawLabelValue(s.raw, name)
+			if _, ok := seen[string(v)]; ok || len(v) == 0 {
+				return
 			}
-		}
+			sv := string(v)
+			seen[sv] = struct{}{}
+			out = append(out, sv)
+		})
 		return out
 	}
 	flushed := h.flushed.Load()

@@ -112,7 +112,7 @@ func TestHeadGenerations(t *testing.T) {
 	other, err := marshalRawName(nil, labels.FromStrings("__name__", "g", "i", "2"))
 	require.NoError(t, err)
 	add := func(ref uint64, name []byte, ts int64) {
-		require.Empty(t, h.add([]vmstorage.MetricRow{{MetricNameRaw: name, Timestamp: ts, Value: float64(ts)}}, []uint64{ref}, nil))
+		require.Empty(t, h.add([]vmstorage.MetricRow{{MetricNameRaw: name, Timestamp: ts, Value: float64(ts)}}, []uint64{ref}, nil, nil))
 	}
 	times := func() map[string][]int64 {
 		out := map[string][]int64{}
@@ -145,7 +145,7 @@ func TestHeadGenerations(t *testing.T) {
 	// A ref the head holds for another name (a hash collision the series
 	// cache no longer sees): left to VictoriaMetrics.
 	row := vmstorage.MetricRow{MetricNameRaw: other, Timestamp: 5, Value: 5}
-	require.Equal(t, []vmstorage.MetricRow{row}, h.add([]vmstorage.MetricRow{row}, []uint64{1}, nil))
+	require.Equal(t, []vmstorage.MetricRow{row}, h.add([]vmstorage.MetricRow{row}, []uint64{1}, nil, nil))
 	require.Equal(t, map[string][]int64{"1": {4}}, times())
 
 	// A flush already running: a Commit's flush does not wait for it.
@@ -293,9 +293,143 @@ func BenchmarkHeadFlushBurst(b *testing.B) {
 		for i := range rows {
 			rows[i].Timestamp = ts
 		}
-		h.add(rows, refs, nil)
+		h.add(rows, refs, nil, nil)
 		for range 3 {
 			h.flush(func() {}, true)
 		}
 	}
+}
+
+// TestHeadMatchesOnRawNames: the head tests matchers on the raw name
+// (each) as matchesAll does on the decoded labels: every kind of matcher,
+// labels absent, empty matches, names that are prefixes of others.
+func TestHeadMatchesOnRawNames(t *testing.T) {
+	sets := []labels.Labels{
+		labels.FromStrings("__name__", "up", "job", "vllm", "instance", "a:1"),
+		labels.FromStrings("__name__", "up", "job", "vllm", "instance", "b:1", "version", "v2"),
+		labels.FromStrings("__name__", "go_info", "job", "appliance", "version", "go1.26"),
+		labels.FromStrings("__name__", "x", "A", "upper", "jo", "prefix", "job", "dcgm"),
+		labels.FromStrings("__name__", "y"),
+	}
+	ms := []*labels.Matcher{
+		labels.MustNewMatcher(labels.MatchEqual, "job", "vllm"),
+		labels.MustNewMatcher(labels.MatchEqual, "job", ""),
+		labels.MustNewMatcher(labels.MatchNotEqual, "version", ""),
+		labels.MustNewMatcher(labels.MatchNotEqual, "job", "vllm"),
+		labels.MustNewMatcher(labels.MatchRegexp, "instance", "a.*"),
+		labels.MustNewMatcher(labels.MatchRegexp, "version", ""),
+		labels.MustNewMatcher(labels.MatchNotRegexp, "job", "v.*"),
+		labels.MustNewMatcher(labels.MatchEqual, "jo", "prefix"),
+		labels.MustNewMatcher(labels.MatchEqual, "A", "upper"),
+		labels.MustNewMatcher(labels.MatchEqual, "absent", ""),
+	}
+	for _, ls := range sets {
+		raw, err := marshalRawName(nil, ls)
+		require.NoError(t, err)
+		for _, a := range ms {
+			for _, b := range ms {
+				pair := []*labels.Matcher{a, b}
+				require.Equal(t, matchesAll(pair, ls), matchesAllRaw(pair, raw), "%s %s %s", ls, a, b)
+			}
+			require.Equal(t, ls.Get(a.Name), string(rawLabelValue(raw, a.Name)), "%s %s", ls, a.Name)
+		}
+		require.Equal(t, ls.Get("__name__"), string(rawLabelValue(raw, "__name__")))
+	}
+
+	// Through the head: a selector without a metric name, label values
+	// without and with matchers (each value once).
+	h := newHead(nil)
+	var rows []vmstorage.MetricRow
+	var refs []uint64
+	for i, ls := range sets {
+		raw, err := marshalRawName(nil, ls)
+		require.NoError(t, err)
+		rows = append(rows, vmstorage.MetricRow{MetricNameRaw: raw, Timestamp: 1000, Value: float64(i)})
+		refs = append(refs, ls.Hash()&^collisionRefBit)
+	}
+	h.add(rows, refs, nil, nil)
+	var got []string
+	for _, s := range h.read([]*labels.Matcher{
+		labels.MustNewMatcher(labels.MatchNotRegexp, "__name__", "(go|process)_.*"),
+		labels.MustNewMatcher(labels.MatchNotEqual, "version", ""),
+	}, 0, 2000, false) {
+		got = append(got, s.lset.String())
+		require.Equal(t, []int64{1000}, s.ts)
+	}
+	require.Equal(t, []string{`{__name__="up", instance="b:1", job="vllm", version="v2"}`}, got)
+	require.Empty(t, h.read([]*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "job", "vllm")}, 2000, 3000, false), "outside the time range")
+	require.ElementsMatch(t, []string{"vllm", "appliance", "dcgm"}, h.labelValues("job", nil, 0, 2000))
+	require.ElementsMatch(t, []string{"v2"}, h.labelValues("version", []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "__name__", "up")}, 0, 2000))
+	require.ElementsMatch(t, []string{"up"}, h.labelValues("__name__", []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "job", "vllm")}, 0, 2000))
+}
+
+// TestHeadSeriesByEntry: add finds a series by its series cache entry,
+// and an entry whose series the head dropped (idle for headSeriesIdle)
+// gets the series made again, visible to reads and written at flush.
+func TestHeadSeriesByEntry(t *testing.T) {
+	wall := time.Unix(1_000_000, 0)
+	h := newHead(func() time.Time { return wall })
+	var written []vmstorage.MetricRow
+	h.write = func(rows []vmstorage.MetricRow) error {
+		written = append(written, rows...)
+		return nil
+	}
+	raw, err := marshalRawName(nil, labels.FromStrings("__name__", "e", "i", "1"))
+	require.NoError(t, err)
+	e := &seriesEntry{raw: raw}
+	add := func(ts int64) {
+		require.Empty(t, h.add([]vmstorage.MetricRow{{MetricNameRaw: raw, Timestamp: ts, Value: 1}}, []uint64{7}, []*seriesEntry{e}, nil))
+	}
+	sel := []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "__name__", "e")}
+	add(1)
+	first := e.head
+	require.NotNil(t, first)
+	add(2)
+	require.Same(t, first, e.head)
+	require.Len(t, h.read(sel, 0, 10, false), 1)
+
+	// Idle past headSeriesIdle and two flushes: the head drops it.
+	wall = wall.Add(headSeriesIdle)
+	h.flush(func() {}, true)
+	h.flush(func() {}, true)
+	require.True(t, first.dropped)
+	require.Empty(t, h.shards[7%headShards].series)
+
+	written = nil
+	add(3)
+	require.NotSame(t, first, e.head)
+	require.Same(t, e.head, h.shards[7%headShards].series[7])
+	got := h.read(sel, 0, 10, false)
+	require.Len(t, got, 1)
+	require.Equal(t, []int64{3}, got[0].ts)
+	h.flush(func() {}, true)
+	require.Equal(t, []vmstorage.MetricRow{{MetricNameRaw: raw, Timestamp: 3, Value: 1}}, written)
+}
+
+// TestHeadAddKeepsOrder: each series' samples stay in the order of the
+// commit, and a row whose ref the head holds for another name is handed
+// back.
+func TestHeadAddKeepsOrder(t *testing.T) {
+	h := newHead(nil)
+	var rows []vmstorage.MetricRow
+	var refs []uint64
+	for i := range 40 {
+		raw, err := marshalRawName(nil, labels.FromStrings("__name__", "o", "i", strconv.Itoa(i%20)))
+		require.NoError(t, err)
+		// Each series twice, the later sample first: add keeps the
+		// commit's order (read sorts).
+		rows = append(rows, vmstorage.MetricRow{MetricNameRaw: raw, Timestamp: int64(100 - i), Value: float64(i)})
+		refs = append(refs, uint64(i%20))
+	}
+	require.Empty(t, h.add(rows, refs, nil, nil))
+	for i := range 20 {
+		s := h.shards[i%headShards].series[uint64(i)]
+		require.NotNil(t, s)
+		require.Equal(t, []int64{int64(100 - i), int64(80 - i)}, s.ts)
+		require.Equal(t, []float64{float64(i), float64(i + 20)}, s.vs)
+	}
+	other, err := marshalRawName(nil, labels.FromStrings("__name__", "collides"))
+	require.NoError(t, err)
+	row := vmstorage.MetricRow{MetricNameRaw: other, Timestamp: 1, Value: 1}
+	require.Equal(t, []vmstorage.MetricRow{row}, h.add([]vmstorage.MetricRow{rows[0], row}, []uint64{0, 3}, nil, nil))
 }

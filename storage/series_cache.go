@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/prometheus/model/labels"
 	promstorage "github.com/prometheus/prometheus/storage"
+	"github.com/prometheus/prometheus/tsdb/chunks"
 )
 
 // errLabelTooLong is returned for a label name or value VictoriaMetrics
@@ -25,7 +26,10 @@ const collisionRefBit = 1 << 63
 
 // seriesCache maps SeriesRefs to the marshalled VictoriaMetrics raw metric
 // name of their label set, so the append hot path does not re-marshal labels
-// that the scrape loop already identified by ref.
+// that the scrape loop already identified by ref, and to the head's and the
+// WAL's places for the series (seriesEntry): one map lookup per sample
+// where there were three (issue 17's ingest profile: each a cache miss at
+// 100,000 series).
 //
 // A ref is the labels' hash (top bit cleared), so it is stable across
 // appenders and restarts. The cache is bounded: it keeps two generations per
@@ -55,43 +59,58 @@ const seriesCacheShards = 16
 
 type seriesCacheShard struct {
 	mu         sync.RWMutex
-	curr, prev map[uint64][]byte
+	curr, prev map[uint64]*seriesEntry
 	_          [40]byte // keep shards on separate cache lines
+}
+
+// seriesEntry is what the append path knows of one ref. An entry dropped
+// with its cache generation is made again from the labels; the head and
+// the WAL then find their place for the series as if it were new to them
+// (the head by its own map, the WAL names the series again).
+type seriesEntry struct {
+	raw []byte // VictoriaMetrics raw metric name; never changes
+	// head is the series in the head, nil until the head has it; guarded
+	// by the mu of the head's shard of the ref (head.add).
+	head *headSeries
+	// walID is the ref the WAL's records name the series by in the WAL's
+	// generation walGen; guarded by the WAL's mu (wal.log).
+	walID  chunks.HeadSeriesRef
+	walGen uint64
 }
 
 func newSeriesCache(maxEntries int) *seriesCache {
 	c := &seriesCache{maxPerShard: max(maxEntries/seriesCacheShards/2, 1024)}
 	for i := range c.shards {
-		c.shards[i].curr = make(map[uint64][]byte)
+		c.shards[i].curr = make(map[uint64]*seriesEntry)
 	}
 	return c
 }
 
-// get returns the raw name cached for ref.
-func (c *seriesCache) get(ref uint64) ([]byte, bool) {
+// get returns the entry cached for ref.
+func (c *seriesCache) get(ref uint64) (*seriesEntry, bool) {
 	sh := &c.shards[ref%seriesCacheShards]
 	sh.mu.RLock()
-	raw, ok := sh.curr[ref]
+	e, ok := sh.curr[ref]
 	if !ok && sh.prev != nil {
-		raw, ok = sh.prev[ref]
+		e, ok = sh.prev[ref]
 		if ok {
 			sh.mu.RUnlock()
 			sh.mu.Lock()
-			sh.put(ref, raw, c.maxPerShard)
+			sh.put(ref, e, c.maxPerShard)
 			sh.mu.Unlock()
-			return raw, true
+			return e, true
 		}
 	}
 	sh.mu.RUnlock()
-	return raw, ok
+	return e, ok
 }
 
-func (sh *seriesCacheShard) put(ref uint64, raw []byte, maxEntries int) {
+func (sh *seriesCacheShard) put(ref uint64, e *seriesEntry, maxEntries int) {
 	if len(sh.curr) >= maxEntries {
 		sh.prev = sh.curr
-		sh.curr = make(map[uint64][]byte, maxEntries/4)
+		sh.curr = make(map[uint64]*seriesEntry, maxEntries/4)
 	}
-	sh.curr[ref] = raw
+	sh.curr[ref] = e
 }
 
 // unbook takes n bytes off newNameBytes (a series added to the cache and
@@ -109,13 +128,16 @@ func (c *seriesCache) unbook(n int) {
 // resolve returns the ref and the cached raw name for ls. scratch is a
 // buffer the caller owns; it is returned, grown, for reuse.
 func (c *seriesCache) resolve(ls labels.Labels, scratch []byte) (ref uint64, raw, scratchOut []byte, err error) {
-	ref, raw, scratchOut, _, err = c.resolveNew(ls, scratch)
-	return ref, raw, scratchOut, err
+	ref, e, scratchOut, _, err := c.resolveNew(ls, scratch)
+	if err != nil {
+		return 0, nil, scratchOut, err
+	}
+	return ref, e.raw, scratchOut, nil
 }
 
-// resolveNew is resolve that also says whether ls was added to the cache
-// (and its bytes to newNameBytes).
-func (c *seriesCache) resolveNew(ls labels.Labels, scratch []byte) (ref uint64, raw, scratchOut []byte, added bool, err error) {
+// resolveNew is resolve that returns the entry and also says whether ls
+// was added to the cache (and its bytes to newNameBytes).
+func (c *seriesCache) resolveNew(ls labels.Labels, scratch []byte) (ref uint64, e *seriesEntry, scratchOut []byte, added bool, err error) {
 	scratch, err = marshalRawName(scratch[:0], ls)
 	if err != nil {
 		return 0, nil, scratch, false, err
@@ -128,27 +150,32 @@ func (c *seriesCache) resolveNew(ls labels.Labels, scratch []byte) (ref uint64, 
 		ref = 1
 	}
 	if cached, ok := c.get(ref); ok {
-		if bytes.Equal(cached, scratch) {
+		if bytes.Equal(cached.raw, scratch) {
 			return ref, cached, scratch, false, nil
 		}
-		ref, raw = c.resolveCollision(scratch)
-		return ref, raw, scratch, false, nil
+		ref, e = c.resolveCollision(scratch)
+		return ref, e, scratch, false, nil
 	}
-	raw = bytes.Clone(scratch)
+	e = &seriesEntry{raw: bytes.Clone(scratch)}
 	sh := &c.shards[ref%seriesCacheShards]
 	sh.mu.Lock()
-	if cached, ok := sh.curr[ref]; ok && !bytes.Equal(cached, raw) {
+	if cached, ok := sh.curr[ref]; ok {
 		sh.mu.Unlock()
-		ref, raw = c.resolveCollision(raw)
-		return ref, raw, scratch, false, nil
+		if !bytes.Equal(cached.raw, e.raw) {
+			ref, e = c.resolveCollision(e.raw)
+			return ref, e, scratch, false, nil
+		}
+		// Another appender added it meanwhile: one entry per ref, so
+		// the head and the WAL find their places by it.
+		return ref, cached, scratch, false, nil
 	}
-	sh.put(ref, raw, c.maxPerShard)
+	sh.put(ref, e, c.maxPerShard)
 	sh.mu.Unlock()
-	c.newNameBytes.Add(uint64(len(raw)))
-	return ref, raw, scratch, true, nil
+	c.newNameBytes.Add(uint64(len(e.raw)))
+	return ref, e, scratch, true, nil
 }
 
-func (c *seriesCache) resolveCollision(name []byte) (uint64, []byte) {
+func (c *seriesCache) resolveCollision(name []byte) (uint64, *seriesEntry) {
 	c.collisionsMu.Lock()
 	defer c.collisionsMu.Unlock()
 	if c.collisions == nil {
@@ -162,12 +189,12 @@ func (c *seriesCache) resolveCollision(name []byte) (uint64, []byte) {
 	if cached, ok := c.get(ref); ok {
 		return ref, cached
 	}
-	raw := bytes.Clone(name)
+	e := &seriesEntry{raw: bytes.Clone(name)}
 	sh := &c.shards[ref%seriesCacheShards]
 	sh.mu.Lock()
-	sh.put(ref, raw, c.maxPerShard)
+	sh.put(ref, e, c.maxPerShard)
 	sh.mu.Unlock()
-	return ref, raw
+	return ref, e
 }
 
 // lookup is the hot path of Append: a ref the caller got from an earlier
@@ -175,14 +202,14 @@ func (c *seriesCache) resolveCollision(name []byte) (uint64, []byte) {
 // resolved from the labels.
 // added says whether ls was new to the cache (its bytes booked, see
 // unbook).
-func (c *seriesCache) lookup(ref promstorage.SeriesRef, ls labels.Labels, scratch []byte) (_ promstorage.SeriesRef, raw, scratchOut []byte, added bool, err error) {
+func (c *seriesCache) lookup(ref promstorage.SeriesRef, ls labels.Labels, scratch []byte) (_ promstorage.SeriesRef, e *seriesEntry, scratchOut []byte, added bool, err error) {
 	if ref != 0 {
-		if raw, ok := c.get(uint64(ref)); ok {
-			return ref, raw, scratch, false, nil
+		if e, ok := c.get(uint64(ref)); ok {
+			return ref, e, scratch, false, nil
 		}
 	}
-	r, raw, scratch, added, err := c.resolveNew(ls, scratch)
-	return promstorage.SeriesRef(r), raw, scratch, added, err
+	r, e, scratch, added, err := c.resolveNew(ls, scratch)
+	return promstorage.SeriesRef(r), e, scratch, added, err
 }
 
 // marshalRawName appends ls in VictoriaMetrics' raw metric name format
@@ -256,4 +283,21 @@ func appendRawLabel(dst []byte, name, value string) ([]byte, error) {
 	dst = append(dst, name...)
 	dst = append(dst, byte(len(value)>>8), byte(len(value)))
 	return append(dst, value...), nil
+}
+
+// rawLabelLens returns the name's and the value's length of the first
+// label of a raw name; ok is false when raw is too short for them.
+func rawLabelLens(raw []byte) (kl, vl int, ok bool) {
+	if len(raw) < 4 {
+		return 0, 0, false
+	}
+	kl = int(raw[0])<<8 | int(raw[1])
+	if len(raw) < 2+kl+2 {
+		return 0, 0, false
+	}
+	vl = int(raw[2+kl])<<8 | int(raw[3+kl])
+	if len(raw) < 4+kl+vl {
+		return 0, 0, false
+	}
+	return kl, vl, true
 }

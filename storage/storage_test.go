@@ -333,7 +333,7 @@ func TestSeriesCacheCollision(t *testing.T) {
 	rawB, err := marshalRawName(nil, b)
 	require.NoError(t, err)
 	sh := &c.shards[refA%seriesCacheShards]
-	sh.curr[refA] = rawB
+	sh.curr[refA] = &seriesEntry{raw: rawB}
 	ref, raw, _, err := c.resolve(a, nil)
 	require.NoError(t, err)
 	require.NotEqual(t, refA, ref)

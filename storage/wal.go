@@ -1,7 +1,9 @@
 package storage
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"log/slog"
 	"os"
@@ -72,11 +74,14 @@ type wal struct {
 	now    func() time.Time
 
 	mu sync.Mutex
-	// known maps the appenders' refs named by a series record in this
-	// generation to the small ref the records use: sequential numbers
-	// delta-encode in 1-3 bytes where the appenders' hash refs take 9-10
-	// (16.4 bytes a sample in BenchmarkWALLog with hash refs).
-	known    map[uint64]chunks.HeadSeriesRef
+	// gen numbers the current generation for the series cache's entries:
+	// an entry whose walGen is gen was named by a series record in it,
+	// by the small ref walID (sequential numbers delta-encode in 1-3 bytes
+	// where the appenders' hash refs take 9-10: 16.4 bytes a sample in
+	// BenchmarkWALLog with hash refs). Starting a generation, or
+	// forgetting what this one named, is gen+1. The refs are never
+	// reused, so one ref names one series in the whole log.
+	gen      uint64
 	nextRef  chunks.HeadSeriesRef
 	enc      record.Encoder
 	buf      []byte
@@ -112,7 +117,7 @@ func openWAL(dir string, logger *slog.Logger, now func() time.Time) (*wal, error
 	if now == nil {
 		now = time.Now
 	}
-	return &wal{w: w, logger: logger, now: now, known: make(map[uint64]chunks.HeadSeriesRef), lb: labels.NewScratchBuilder(8)}, nil
+	return &wal{w: w, logger: logger, now: now, gen: 1, lb: labels.NewScratchBuilder(8)}, nil
 }
 
 // startAfterReplay begins the first generation at the current segment and
@@ -132,10 +137,11 @@ func (l *wal) startAfterReplay() error {
 	return nil
 }
 
-// log appends one commit: a series record for every ref not named yet in
-// this generation, then its samples. rows and refs are parallel. It
-// returns the commit's sequence number, for sync.
-func (l *wal) log(rows []vmstorage.MetricRow, refs []uint64) (uint64, error) {
+// log appends one commit: a series record for every series not named yet
+// in this generation, then its samples. rows and ents (the rows' series
+// cache entries) are parallel. It returns the commit's sequence number,
+// for sync.
+func (l *wal) log(rows []vmstorage.MetricRow, ents []*seriesEntry) (uint64, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.maybeCutLocked(); err != nil {
@@ -143,25 +149,35 @@ func (l *wal) log(rows []vmstorage.MetricRow, refs []uint64) (uint64, error) {
 	}
 	l.series = l.series[:0]
 	l.ids = l.ids[:0]
+	buf := append(l.buf[:0], byte(record.Series))
 	for i := range rows {
-		id, ok := l.known[refs[i]]
-		if !ok {
-			if err := l.mn.UnmarshalRaw(rows[i].MetricNameRaw); err != nil {
-				l.forgetLocked()
-				return 0, fmt.Errorf("write-ahead log: series name: %w", err)
-			}
+		e := ents[i]
+		if e.walGen != l.gen {
 			l.nextRef++
-			id = l.nextRef
-			l.known[refs[i]] = id // also de-duplicates within this commit
-			l.series = append(l.series, record.RefSeries{Ref: id, Labels: metricNameToLabels(&l.lb, &l.mn)})
+			e.walID, e.walGen = l.nextRef, l.gen // also de-duplicates within this commit
+			var ok bool
+			if buf, ok = appendRawSeries(buf, e.walID, e.raw); !ok {
+				// Not in label order (no appender makes such a name):
+				// through the labels, which sorts them.
+				if err := l.mn.UnmarshalRaw(e.raw); err != nil {
+					l.forgetLocked()
+					return 0, fmt.Errorf("write-ahead log: series name: %w", err)
+				}
+				l.series = append(l.series, record.RefSeries{Ref: e.walID, Labels: metricNameToLabels(&l.lb, &l.mn)})
+			}
 		}
-		l.ids = append(l.ids, id)
+		l.ids = append(l.ids, e.walID)
+	}
+	if len(l.series) > 0 {
+		// Appends to the record of the others: a series record is its
+		// type byte, then the series one after another.
+		buf = append(buf, l.enc.Series(l.series, nil)[1:]...)
 	}
 	recs := make([][]byte, 0, 2+len(rows)/walMaxSamplesPerRecord)
-	buf := l.buf[:0]
-	if len(l.series) > 0 {
-		buf = l.enc.Series(l.series, buf)
+	if len(buf) > 1 {
 		recs = append(recs, buf)
+	} else {
+		buf = buf[:0]
 	}
 	for start := 0; start < len(rows); start += walMaxSamplesPerRecord {
 		end := min(start+walMaxSamplesPerRecord, len(rows))
@@ -186,8 +202,48 @@ func (l *wal) log(rows []vmstorage.MetricRow, refs []uint64) (uint64, error) {
 // the series records of the commit may not be on disk, so every series is
 // named again.
 func (l *wal) forgetLocked() {
-	clear(l.known)
+	l.gen++
 }
+
+// appendRawSeries appends one series of a series record (tsdb/record's
+// encoding: the ref in 8 bytes big-endian, the number of labels, each
+// name and value with its length as a uvarint) from a raw name, without
+// decoding it into labels. It returns false, and dst as it was, when the
+// raw name is malformed or its labels are not in label order (a series
+// record's labels must be: the reader does not sort them).
+func appendRawSeries(dst []byte, ref chunks.HeadSeriesRef, raw []byte) ([]byte, bool) {
+	start := len(dst)
+	dst = binary.BigEndian.AppendUint64(dst, uint64(ref))
+	n := 0
+	for rest := raw; len(rest) > 0; n++ {
+		kl, vl, ok := rawLabelLens(rest)
+		if !ok {
+			return dst[:start], false
+		}
+		rest = rest[4+kl+vl:]
+	}
+	dst = binary.AppendUvarint(dst, uint64(n))
+	var prev []byte
+	for rest := raw; len(rest) > 0; {
+		kl, vl, _ := rawLabelLens(rest)
+		name, value := rest[2:2+kl], rest[4+kl:4+kl+vl]
+		if kl == 0 {
+			name = metricNameBytes
+		}
+		if prev != nil && bytes.Compare(prev, name) >= 0 {
+			return dst[:start], false
+		}
+		prev = name
+		dst = binary.AppendUvarint(dst, uint64(len(name)))
+		dst = append(dst, name...)
+		dst = binary.AppendUvarint(dst, uint64(len(value)))
+		dst = append(dst, value...)
+		rest = rest[4+kl+vl:]
+	}
+	return dst, true
+}
+
+var metricNameBytes = []byte(labels.MetricName)
 
 // sync makes every commit up to seq survive a power loss (fsync). A caller
 // that finds its commit synced by another's fsync returns at once.
@@ -223,7 +279,7 @@ func (l *wal) maybeCutLocked() error {
 		}
 		l.done = append(l.done, walGen{first: l.genFirst, end: seg, ended: now})
 		l.genFirst, l.genStart = seg, now
-		clear(l.known)
+		l.gen++
 	}
 	keep := 0
 	truncateBefore := -1
@@ -321,7 +377,7 @@ func (db *DB) logCommit(a *appender) error {
 	if db.wal == nil {
 		return nil
 	}
-	seq, err := db.wal.log(a.rows, a.refs)
+	seq, err := db.wal.log(a.rows, a.ents)
 	if err == nil && a.sync {
 		err = db.wal.sync(seq)
 	}

@@ -94,7 +94,7 @@ func BenchmarkWALLog(b *testing.B) {
 				require.NoError(b, l.startAfterReplay())
 				defer l.close(true)
 				var rows []vmstorage.MetricRow
-				var refs []uint64
+				var ents []*seriesEntry
 				var scratch []byte
 				for i := range n {
 					ls := labels.FromStrings("__name__", "bench_metric_"+strconv.Itoa(i/100)+"_total",
@@ -102,7 +102,7 @@ func BenchmarkWALLog(b *testing.B) {
 					scratch, err = marshalRawName(scratch[:0], ls)
 					require.NoError(b, err)
 					rows = append(rows, vmstorage.MetricRow{MetricNameRaw: bytes.Clone(scratch)})
-					refs = append(refs, ls.Hash())
+					ents = append(ents, &seriesEntry{raw: rows[i].MetricNameRaw})
 				}
 				start := time.Now().UnixMilli()
 				b.ReportAllocs()
@@ -111,7 +111,7 @@ func BenchmarkWALLog(b *testing.B) {
 					for i := range rows {
 						rows[i].Timestamp, rows[i].Value = start+int64(k)*1000, float64(k*i)
 					}
-					seq, err := l.log(rows, refs)
+					seq, err := l.log(rows, ents)
 					if err != nil {
 						b.Fatal(err)
 					}

@@ -134,6 +134,10 @@ func measureInto(ctx context.Context, res *result, bin string, fleetOpts demo.Fl
 	res.window = time.Since(t0)
 	res.cpuWindow = stats1.CPU - stats0.CPU
 	res.samplesWindow = samples1 - samples0
+	// Who holds the memory at the end of the window (peak RSS is near).
+	if err := saveProfile(ctx, client, srv.URL+"/debug/pprof/heap", filepath.Join(runDir, sys.Name+".heap.pprof")); err != nil {
+		log.Printf("%s: heap profile: %v", sys.Name, err)
+	}
 	// The profile's last request ends a moment after the window.
 	if res.profileErr = <-profiled; res.profileErr != nil {
 		res.cpu = nil
