@@ -23,8 +23,13 @@ type visitedSeries struct {
 
 func selectVisited(t *testing.T, q promstorage.Querier, hints *promstorage.SelectHints, ms ...*labels.Matcher) []visitedSeries {
 	t.Helper()
+	return collectVisited(t, q.Select(context.Background(), true, hints, ms...))
+}
+
+// collectVisited reads set as visitedSeries, sorted.
+func collectVisited(t *testing.T, set promstorage.SeriesSet) []visitedSeries {
+	t.Helper()
 	var out []visitedSeries
-	set := q.Select(context.Background(), true, hints, ms...)
 	for set.Next() {
 		s := set.At()
 		v := visitedSeries{lset: s.Labels().String()}
@@ -100,19 +105,7 @@ func TestVisitSeriesIsSelect(t *testing.T) {
 
 	// Step windows: 2 steps of 5 minutes, windows of a minute.
 	sw := &stepWindows{First: baseTime + 5*60_000, Step: 5 * 60_000, Last: baseTime + 15*60_000, Window: 60_000}
-	ss := q.(*tieredQuerier).SelectAtSteps(context.Background(), true, &promstorage.SelectHints{Start: mint, End: maxt}, sw.First, sw.Step, sw.Last, sw.Window, m)
-	var wantSteps []visitedSeries
-	for ss.Next() {
-		s := ss.At()
-		v := visitedSeries{lset: s.Labels().String()}
-		it := s.Iterator(nil)
-		for it.Next() != 0 {
-			ts, f := it.At()
-			v.ts, v.vs = append(v.ts, ts), append(v.vs, math.Float64bits(f))
-		}
-		wantSteps = append(wantSteps, v)
-	}
-	sortVisited(wantSteps)
+	wantSteps := collectVisited(t, q.(*tieredQuerier).SelectAtSteps(context.Background(), true, &promstorage.SelectHints{Start: mint, End: maxt}, sw.First, sw.Step, sw.Last, sw.Window, m))
 	gotSteps, handled, err := visitAll(t, q, &promstorage.SelectHints{Start: mint, End: maxt}, sw, m)
 	require.NoError(t, err)
 	require.True(t, handled)
