@@ -52,13 +52,15 @@ func (q *tieredQuerier) VisitSeries(ctx context.Context, hints *promstorage.Sele
 	if !ok || explicit != readDefault {
 		return false, nil
 	}
+	// The tiers as sel plans them.
+	maxTier := MaxSourceResolution(ctx)
+	prefer := TierForStep(time.Duration(step)*time.Millisecond, maxTier)
 	for _, m := range ms {
-		if _, ok := tierMatcher(m); ok {
-			return false, nil
+		if t, ok := tierMatcher(m); ok {
+			prefer = min(max(prefer, t), maxTier)
 		}
 	}
-	maxTier := MaxSourceResolution(ctx)
-	pieces := db.plan(mint, maxt, TierForStep(time.Duration(step)*time.Millisecond, maxTier), maxTier)
+	pieces := db.plan(mint, maxt, prefer, maxTier)
 	if len(pieces) != 1 || pieces[0].tier != TierRaw {
 		return false, nil
 	}

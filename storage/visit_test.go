@@ -119,6 +119,14 @@ func TestVisitSeriesIsSelect(t *testing.T) {
 	require.ErrorIs(t, err, ErrQueryTooLarge)
 	db.opts.MaxSamplesPerQuery = DefaultOptions().MaxSamplesPerQuery
 
+	// A tier marker (AdaptForTiers') is planned as sel plans it: with no
+	// rollups written yet, raw.
+	tierM := labels.MustNewMatcher(labels.MatchEqual, RollupLabel, Tier1m.String())
+	got, handled, err = visitAll(t, q, &promstorage.SelectHints{Start: mint, End: maxt}, nil, m, tierM)
+	require.NoError(t, err)
+	require.True(t, handled)
+	require.Equal(t, selectVisited(t, q, &promstorage.SelectHints{Start: mint, End: maxt}, m, tierM), got)
+
 	// A rollup tier's read is Select's.
 	_, handled, err = visitAll(t, q, &promstorage.SelectHints{Start: mint, End: maxt}, nil, m, labels.MustNewMatcher(labels.MatchEqual, RollupLabel, "counter"))
 	require.NoError(t, err)
