@@ -302,7 +302,7 @@ func (a *appender) Commit() (err error) {
 	if db.head.due() {
 		// Nothing flushed for a while (no downsampler): bound the head.
 		// The read lock is held already; a failed write is counted.
-		_ = db.head.flush(func() { vmDebugFlush(db.vm) }, false)
+		_ = db.head.flush(db.tiers[TierRaw].debugFlush, false)
 	}
 	db.recent.add(rows)
 	db.metrics.samplesAppended.Add(float64(len(rows)))

@@ -740,8 +740,13 @@ var allSeries = []*labels.Matcher{labels.MustNewMatcher(labels.MatchNotEqual, la
 
 // flushLabel is a label no series has: `flushLabel!="<n>"` matches every
 // series, and its value, the number of flushes of the tier read
-// (tierStore.flushes), makes the filters of every rollup read after a
-// flush new to VictoriaMetrics' tag-filters cache.
+// (tierStore.flushes), makes the filters of every rollup read, and of
+// every raw read, after a flush new to VictoriaMetrics' tag-filters
+// cache. Raw reads need it since the head writes raw in batches
+// (HeadBatchWrites): a new series reaches VictoriaMetrics at the head's
+// flush, when the head stops returning its samples, so a cached answer
+// from before the flush lacked them (e2e TestDashboardInBrowser saw a
+// panel with no data a minute after start).
 //
 // VictoriaMetrics caches the series IDs each filter set matched, in each
 // index (one per monthly partition), and resets that cache when new index

@@ -146,7 +146,11 @@ func (db *DB) readRaw(ctx context.Context, ms []*labels.Matcher, a readAgg, mint
 
 // readRawAt is readRaw of the samples in sw's windows only.
 func (db *DB) readRawAt(ctx context.Context, ms []*labels.Matcher, a readAgg, mint, maxt int64, sw *stepWindows) ([]*series, error) {
-	tfs, err := toTagFilters(ms)
+	// With the flush label (readFilters): a series the head's last flush
+	// wrote to VictoriaMetrics for the first time, whose samples the head
+	// no longer returns, is found even when VictoriaMetrics' tag-filters
+	// cache still holds these filters' answer from before the flush.
+	tfs, err := db.readFilters(TierRaw, ms)
 	if err != nil {
 		return nil, err
 	}

@@ -75,7 +75,8 @@ func (q *tieredQuerier) VisitSeries(ctx context.Context, hints *promstorage.Sele
 // only the samples in its windows), the head's samples merged in as
 // readRawAt merges them, and returns how many it visited.
 func (db *DB) visitRaw(ctx context.Context, ms []*labels.Matcher, mint, maxt int64, sw *stepWindows, visit VisitFunc) (visited int, err error) {
-	tfs, err := toTagFilters(ms)
+	tfs, err := db.readFilters(TierRaw, ms) // as readRawAt
+
 	if err != nil {
 		return 0, err
 	}
