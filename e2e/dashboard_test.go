@@ -164,15 +164,19 @@ func TestDashboardInBrowser(t *testing.T) {
 		eval(panelsJS, &panels)
 		require.NoError(t, err, "%s: data-ready never true; panels: %+v", name, panels)
 		require.GreaterOrEqual(t, len(panels), wantPanels, "%s: panels %+v", name, panels)
+		errs, reqs := b.take()
 		for _, pn := range panels {
 			if allowEmpty && pn.State == "empty" {
 				continue
+			}
+			if pn.State != "ready" {
+				replayRanges(t, reqs)
+				t.Logf("the demo's output, last lines:\n%s", lastLines(p.Output(), 40))
 			}
 			require.Equal(t, "ready", pn.State, "%s: panel %s is %s, not ready with data: %q", name, pn.ID, pn.State, pn.Text)
 			require.NotEqual(t, "0", pn.Series, "%s: panel %s drew no series", name, pn.ID)
 		}
 		file := screenshot(name)
-		errs, reqs := b.take()
 		require.Empty(t, errs, "%s: console errors", name)
 		for _, r := range reqs {
 			if strings.HasPrefix(r, "data:") {
@@ -511,4 +515,53 @@ func httpBody(t *testing.T, u string) string {
 	b, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
 	return string(b)
+}
+
+// replayRanges asks the appliance again, as the page asked and with
+// nocache=1, for each query_range the page sent, and logs the answers
+// that hold no series: when a panel is empty, whether the storage or the
+// range cache answered so, and whether it still does.
+func replayRanges(t *testing.T, reqs []string) {
+	t.Helper()
+	count := func(u string) string {
+		resp, err := http.Get(u)
+		if err != nil {
+			return err.Error()
+		}
+		defer resp.Body.Close()
+		var a struct {
+			Status string `json:"status"`
+			Error  string `json:"error"`
+			Data   struct {
+				Result []struct {
+					Values [][2]any `json:"values"`
+				} `json:"result"`
+			} `json:"data"`
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&a); err != nil {
+			return fmt.Sprintf("%d: %v", resp.StatusCode, err)
+		}
+		points := 0
+		for _, r := range a.Data.Result {
+			points += len(r.Values)
+		}
+		return fmt.Sprintf("%s %s: %d series, %d points (tiers %s)", a.Status, a.Error, len(a.Data.Result), points, resp.Header.Get("X-Appliance-Tiers"))
+	}
+	for _, r := range reqs {
+		u, err := url.Parse(r)
+		if err != nil || u.Path != "/api/v1/query_range" {
+			continue
+		}
+		again := count(r)
+		q := u.Query()
+		q.Set("nocache", "1")
+		u.RawQuery = q.Encode()
+		t.Logf("replay %s [%s, %s] step %s: as asked %s; nocache %s", q.Get("query"), q.Get("start"), q.Get("end"), q.Get("step"), again, count(u.String()))
+	}
+}
+
+// lastLines is the last n lines of s.
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
