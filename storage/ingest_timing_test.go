@@ -1,7 +1,6 @@
 package storage
 
 import (
-	"context"
 	"strconv"
 	"testing"
 	"time"
@@ -41,22 +40,11 @@ func BenchmarkAppendScrapes100k(b *testing.B) {
 	meta := metadata.Metadata{Type: model.MetricTypeCounter, Help: "A benchmark counter."}
 	refs := make([]promstorage.SeriesRef, len(lsets))
 	start := time.Now().Add(-6 * 24 * time.Hour).UnixMilli()
-	ctx := context.Background()
 	round := func(n int) {
 		ts := start + int64(n)*5000
 		for s := 0; s < len(lsets); s += perScrape {
-			app := db.AppenderV2(ctx)
-			for i := s; i < s+perScrape; i++ {
-				ref, err := app.Append(refs[i], lsets[i], 0, ts, float64(n*i), nil, nil,
-					promstorage.AOptions{MetricFamilyName: fams[i], Metadata: meta})
-				if err != nil {
-					b.Fatal(err)
-				}
-				refs[i] = ref
-			}
-			if err := app.Commit(); err != nil {
-				b.Fatal(err)
-			}
+			e := s + perScrape
+			appendScrape(b, db, lsets[s:e], fams[s:e], refs[s:e], meta, ts, n, s)
 		}
 	}
 	round(0) // every series known: the steady state of a scrape

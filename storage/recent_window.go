@@ -212,20 +212,29 @@ func (w *recentWindow) create(rows []vmstorage.MetricRow, idx []int, horizon int
 			if w.hot[string(name)] == math.MaxInt64 {
 				continue // refused meanwhile
 			}
-			if len(w.series) >= w.maxSeries {
-				w.refuse(string(name))
-				continue
-			}
 			if err := mn.UnmarshalRaw(r.MetricNameRaw); err != nil {
 				continue // cannot happen: Commit marshalled it
 			}
-			s = &recentSeries{lset: metricNameToLabels(&b, &mn), raw: string(r.MetricNameRaw), name: string(name)}
-			w.series[s.raw] = s
-			w.byMetric[s.name] = append(w.byMetric[s.name], s)
-			touched = w.addToSelectors(s, touched)
+			if s, touched = w.newSeries(metricNameToLabels(&b, &mn), string(r.MetricNameRaw), string(name), touched); s == nil {
+				continue // refused
+			}
 		}
 		s.add(r.Timestamp, r.Value, horizon)
 	}
+}
+
+// newSeries adds a series of name to the window and to the cached
+// selector results it matches (returned in touched, unsorted), or refuses
+// name and returns nil when the window is full. w.mu is held for writing.
+func (w *recentWindow) newSeries(lset labels.Labels, raw, name string, touched []*selectorEntry) (*recentSeries, []*selectorEntry) {
+	if len(w.series) >= w.maxSeries {
+		w.refuse(name)
+		return nil, touched
+	}
+	s := &recentSeries{lset: lset, raw: raw, name: name}
+	w.series[raw] = s
+	w.byMetric[name] = append(w.byMetric[name], s)
+	return s, w.addToSelectors(s, touched)
 }
 
 // refuse stops keeping name: the window holds more series than it may.
@@ -443,14 +452,9 @@ func (w *recentWindow) fillLocked(name string, set []*series, horizon int64) boo
 		}
 		s := w.series[string(raw)]
 		if s == nil {
-			if len(w.series) >= w.maxSeries {
-				w.refuse(name)
+			if s, touched = w.newSeries(from.lset, string(raw), name, touched); s == nil {
 				return false
 			}
-			s = &recentSeries{lset: from.lset, raw: string(raw), name: name}
-			w.series[s.raw] = s
-			w.byMetric[name] = append(w.byMetric[name], s)
-			touched = w.addToSelectors(s, touched)
 		}
 		s.addOlder(from.ts, from.vs, horizon)
 	}

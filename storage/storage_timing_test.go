@@ -57,22 +57,29 @@ func benchmarkAppend(b *testing.B, maxSeries int) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for n := range b.N {
-		ts := start + int64(n)*1000
-		app := db.AppenderV2(context.Background())
-		for i, ls := range lsets {
-			ref, err := app.Append(refs[i], ls, 0, ts, float64(n*i), nil, nil,
-				promstorage.AOptions{MetricFamilyName: fams[i], Metadata: meta})
-			if err != nil {
-				b.Fatal(err)
-			}
-			refs[i] = ref
-		}
-		if err := app.Commit(); err != nil {
-			b.Fatal(err)
-		}
+		appendScrape(b, db, lsets, fams, refs, meta, start+int64(n)*1000, n, 0)
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(lsets)), "ns/sample")
+}
+
+// appendScrape appends one sample of each series in lsets at ts, as a
+// scrape does (one appender, the refs of the previous scrape, the
+// family's metadata), and commits. Series i of the scrape, the first of
+// which is series first of the benchmark, gets the value n*(first+i).
+func appendScrape(b *testing.B, db *DB, lsets []labels.Labels, fams []string, refs []promstorage.SeriesRef, meta metadata.Metadata, ts int64, n, first int) {
+	app := db.AppenderV2(context.Background())
+	for i, ls := range lsets {
+		ref, err := app.Append(refs[i], ls, 0, ts, float64(n*(first+i)), nil, nil,
+			promstorage.AOptions{MetricFamilyName: fams[i], Metadata: meta})
+		if err != nil {
+			b.Fatal(err)
+		}
+		refs[i] = ref
+	}
+	if err := app.Commit(); err != nil {
+		b.Fatal(err)
+	}
 }
 
 // BenchmarkSelect reads 100 series of 1h at 15s resolution.

@@ -63,13 +63,7 @@ func vmSizeRawRows(vm *vmstorage.Storage, rows []vmstorage.MetricRow) {
 	if len(rows) == 0 {
 		return
 	}
-	tb := vmField(reflect.ValueOf(vm).Elem(), "tb").Elem()
-	ptwsLock := vmMutex(vmField(tb, "ptwsLock"))
-	ptwsLock.Lock()
-	defer ptwsLock.Unlock()
-	ptws := vmField(tb, "ptws")
-	for i := range ptws.Len() {
-		pt := vmField(ptws.Index(i).Elem(), "pt").Elem()
+	vmPartitions(vm, func(pt reflect.Value) {
 		tr := vmField(pt, "tr").Interface().(vmstorage.TimeRange)
 		n := 0
 		for j := range rows {
@@ -79,11 +73,12 @@ func vmSizeRawRows(vm *vmstorage.Storage, rows []vmstorage.MetricRow) {
 		}
 		shards := vmField(vmField(pt, "rawRows"), "shards")
 		if n == 0 || shards.Len() != 1 {
-			continue // more shards: which one gets the rows is lib/storage's turn
+			return // more shards: which one gets the rows is lib/storage's turn
 		}
 		shard := shards.Index(0)
 		mu := vmMutex(vmField(shard, "mu"))
 		mu.Lock()
+		defer mu.Unlock()
 		buf := vmField(shard, "rows")
 		maxRows := vmMaxRawRowsBytes / int(buf.Type().Elem().Size())
 		if need := buf.Len() + n; need > buf.Cap() && need <= maxRows {
@@ -91,8 +86,7 @@ func vmSizeRawRows(vm *vmstorage.Storage, rows []vmstorage.MetricRow) {
 			reflect.Copy(grown, buf)
 			buf.Set(grown)
 		}
-		mu.Unlock()
-	}
+	})
 }
 
 // vmReleaseRawRows moves every shard's rows, buffer and all, to its
@@ -105,13 +99,8 @@ func vmSizeRawRows(vm *vmstorage.Storage, rows []vmstorage.MetricRow) {
 // two are released; nothing in lib/storage takes ptwsLock while holding
 // either).
 func vmReleaseRawRows(vm *vmstorage.Storage) {
-	tb := vmField(reflect.ValueOf(vm).Elem(), "tb").Elem()
-	ptwsLock := vmMutex(vmField(tb, "ptwsLock"))
-	ptwsLock.Lock()
-	defer ptwsLock.Unlock()
-	ptws := vmField(tb, "ptws")
-	for i := range ptws.Len() {
-		rrss := vmField(vmField(ptws.Index(i).Elem(), "pt").Elem(), "rawRows")
+	vmPartitions(vm, func(pt reflect.Value) {
+		rrss := vmField(pt, "rawRows")
 		shards := vmField(rrss, "shards")
 		toFlushLock := vmMutex(vmField(rrss, "rowssToFlushLock"))
 		toFlush := vmField(rrss, "rowssToFlush")
@@ -131,6 +120,19 @@ func vmReleaseRawRows(vm *vmstorage.Storage) {
 			toFlush.Set(reflect.Append(toFlush, held))
 			toFlushLock.Unlock()
 		}
+	})
+}
+
+// vmPartitions calls each with every partition of vm (lib/storage's
+// partition struct, addressable), holding the table's ptwsLock.
+func vmPartitions(vm *vmstorage.Storage, each func(pt reflect.Value)) {
+	tb := vmField(reflect.ValueOf(vm).Elem(), "tb").Elem()
+	ptwsLock := vmMutex(vmField(tb, "ptwsLock"))
+	ptwsLock.Lock()
+	defer ptwsLock.Unlock()
+	ptws := vmField(tb, "ptws")
+	for i := range ptws.Len() {
+		each(vmField(ptws.Index(i).Elem(), "pt").Elem())
 	}
 }
 

@@ -71,13 +71,8 @@ func TestVMDebugFlushKeepsNoRowBuffer(t *testing.T) {
 // the way vmReleaseRawRows reaches them.
 func shardBuffers(vm *vmstorage.Storage) uint64 {
 	var n uint64
-	tb := vmField(reflect.ValueOf(vm).Elem(), "tb").Elem()
-	ptwsLock := vmMutex(vmField(tb, "ptwsLock"))
-	ptwsLock.Lock()
-	defer ptwsLock.Unlock()
-	ptws := vmField(tb, "ptws")
-	for i := range ptws.Len() {
-		shards := vmField(vmField(vmField(ptws.Index(i).Elem(), "pt").Elem(), "rawRows"), "shards")
+	vmPartitions(vm, func(pt reflect.Value) {
+		shards := vmField(vmField(pt, "rawRows"), "shards")
 		for j := range shards.Len() {
 			shard := shards.Index(j)
 			mu := vmMutex(vmField(shard, "mu"))
@@ -86,7 +81,7 @@ func shardBuffers(vm *vmstorage.Storage) uint64 {
 			n += uint64(rows.Cap()) * uint64(rows.Type().Elem().Size())
 			mu.Unlock()
 		}
-	}
+	})
 	return n
 }
 
