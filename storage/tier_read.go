@@ -146,19 +146,22 @@ func (db *DB) readRaw(ctx context.Context, ms []*labels.Matcher, a readAgg, mint
 
 // readRawAt is readRaw of the samples in sw's windows only.
 func (db *DB) readRawAt(ctx context.Context, ms []*labels.Matcher, a readAgg, mint, maxt int64, sw *stepWindows) ([]*series, error) {
-	// With the flush label (readFilters): a series the head's last flush
-	// wrote to VictoriaMetrics for the first time, whose samples the head
-	// no longer returns, is found even when VictoriaMetrics' tag-filters
-	// cache still holds these filters' answer from before the flush.
-	tfs, err := db.readFilters(TierRaw, ms)
-	if err != nil {
-		return nil, err
-	}
 	// The head first: what it no longer shows was flushed before this
 	// read and is found in VictoriaMetrics (head.go).
 	fromHead := db.head.read(ms, mint, maxt, false)
 	for _, s := range fromHead {
 		s.ts, s.vs = filterSteps(sw, s.ts, s.vs)
+	}
+	// With the flush label (readFilters): a series the head's last flush
+	// wrote to VictoriaMetrics for the first time, whose samples the head
+	// no longer returns, is found even when VictoriaMetrics' tag-filters
+	// cache still holds these filters' answer from before the flush. The
+	// label is taken after the head was read: a flush counts itself
+	// (debugFlush) before the head stops returning what it wrote, so a
+	// read that missed those samples in the head sees the new count.
+	tfs, err := db.readFilters(TierRaw, ms)
+	if err != nil {
+		return nil, err
 	}
 	set, err := db.readSeriesAt(ctx, TierRaw, tfs, mint, maxt, sw)
 	if err != nil {

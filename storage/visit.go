@@ -75,18 +75,17 @@ func (q *tieredQuerier) VisitSeries(ctx context.Context, hints *promstorage.Sele
 // only the samples in its windows), the head's samples merged in as
 // readRawAt merges them, and returns how many it visited.
 func (db *DB) visitRaw(ctx context.Context, ms []*labels.Matcher, mint, maxt int64, sw *stepWindows, visit VisitFunc) (visited int, err error) {
-	tfs, err := db.readFilters(TierRaw, ms) // as readRawAt
-
-	if err != nil {
-		return 0, err
-	}
-	// The head first, as in readRawAt. A series VictoriaMetrics also
-	// holds takes the head's samples into its own visit (claimed); the
-	// others are visited on their own at the end.
+	// The head first, then the filters, as in readRawAt. A series
+	// VictoriaMetrics also holds takes the head's samples into its own
+	// visit (claimed); the others are visited on their own at the end.
 	heads := make(map[string]*headPart)
 	for _, s := range db.head.read(ms, mint, maxt, false) {
 		s.ts, s.vs = filterSteps(sw, s.ts, s.vs)
 		heads[string(s.lset.Bytes(nil))] = &headPart{s: s}
+	}
+	tfs, err := db.readFilters(TierRaw, ms)
+	if err != nil {
+		return 0, err
 	}
 	if err := db.readLock(); err != nil {
 		return 0, err
