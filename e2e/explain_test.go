@@ -144,7 +144,13 @@ func TestExplainScenarios(t *testing.T) {
 		}
 	}
 	require.GreaterOrEqual(t, len(moved), 2, rep.Summary)
-	require.ElementsMatch(t, []string{"waiting", "kv_cache"}, moved[:2], rep.Summary)
+	// The backlog and the full KV cache lead. Preemptions may rank among
+	// them: the demo preempts at random once the cache is over 90%, as
+	// vLLM does when it is full, and their score is close to the cache's
+	// (5 at 0.25 preemptions/s against 4.6), so the order of the three is
+	// not the scenario's.
+	require.Subset(t, moved[:min(3, len(moved))], []string{"waiting", "kv_cache"}, rep.Summary)
+	require.Subset(t, []string{"waiting", "kv_cache", "preemptions"}, moved[:2], rep.Summary)
 	require.Regexp(t, `^P95 .* → .* since \d\d:\d\d UTC; queue time accounts for \d+% of the rise`, rep.Summary)
 	require.Contains(t, rep.Summary, "requests waiting")
 	require.Contains(t, rep.Summary, "KV cache")
