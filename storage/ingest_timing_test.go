@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"context"
 	"strconv"
 	"testing"
 	"time"
@@ -44,7 +45,7 @@ func BenchmarkAppendScrapes100k(b *testing.B) {
 		ts := start + int64(n)*5000
 		for s := 0; s < len(lsets); s += perScrape {
 			e := s + perScrape
-			appendScrape(b, db, lsets[s:e], fams[s:e], refs[s:e], meta, ts, n, s)
+			appendScrape(b, context.Background(), db, lsets[s:e], fams[s:e], refs[s:e], meta, ts, n, s)
 		}
 	}
 	round(0) // every series known: the steady state of a scrape

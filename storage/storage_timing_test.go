@@ -37,17 +37,7 @@ func benchmarkAppend(b *testing.B, maxSeries int) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = db.Close() })
-	lsets := make([]labels.Labels, 0, families*perFamily)
-	fams := make([]string, 0, families*perFamily)
-	for f := range families {
-		name := "bench_metric_" + strconv.Itoa(f) + "_total"
-		for i := range perFamily {
-			lsets = append(lsets, labels.FromStrings(
-				"__name__", name, "instance", "10.0.0."+strconv.Itoa(i%50)+":9100", "job", "node",
-				"cpu", strconv.Itoa(i), "mode", "user"))
-			fams = append(fams, name)
-		}
-	}
+	lsets, fams := nodeSeries(families, perFamily)
 	meta := metadata.Metadata{Type: model.MetricTypeCounter, Help: "A benchmark counter."}
 	refs := make([]promstorage.SeriesRef, len(lsets))
 	// Scrapes one second apart from six days ago, inside retention for any b.N
@@ -57,18 +47,35 @@ func benchmarkAppend(b *testing.B, maxSeries int) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for n := range b.N {
-		appendScrape(b, db, lsets, fams, refs, meta, start+int64(n)*1000, n, 0)
+		appendScrape(b, context.Background(), db, lsets, fams, refs, meta, start+int64(n)*1000, n, 0)
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(lsets)), "ns/sample")
 }
 
+// nodeSeries are the append benchmarks' series: families counters of
+// perFamily node_exporter-like series each, and each series' family.
+func nodeSeries(families, perFamily int) (lsets []labels.Labels, fams []string) {
+	lsets = make([]labels.Labels, 0, families*perFamily)
+	fams = make([]string, 0, families*perFamily)
+	for f := range families {
+		name := "bench_metric_" + strconv.Itoa(f) + "_total"
+		for i := range perFamily {
+			lsets = append(lsets, labels.FromStrings(
+				"__name__", name, "instance", "10.0.0."+strconv.Itoa(i%50)+":9100", "job", "node",
+				"cpu", strconv.Itoa(i), "mode", "user"))
+			fams = append(fams, name)
+		}
+	}
+	return lsets, fams
+}
+
 // appendScrape appends one sample of each series in lsets at ts, as a
-// scrape does (one appender, the refs of the previous scrape, the
+// scrape does (one appender on ctx, the refs of the previous scrape, the
 // family's metadata), and commits. Series i of the scrape, the first of
 // which is series first of the benchmark, gets the value n*(first+i).
-func appendScrape(b *testing.B, db *DB, lsets []labels.Labels, fams []string, refs []promstorage.SeriesRef, meta metadata.Metadata, ts int64, n, first int) {
-	app := db.AppenderV2(context.Background())
+func appendScrape(b *testing.B, ctx context.Context, db *DB, lsets []labels.Labels, fams []string, refs []promstorage.SeriesRef, meta metadata.Metadata, ts int64, n, first int) {
+	app := db.AppenderV2(ctx)
 	for i, ls := range lsets {
 		ref, err := app.Append(refs[i], ls, 0, ts, float64(n*(first+i)), nil, nil,
 			promstorage.AOptions{MetricFamilyName: fams[i], Metadata: meta})
@@ -189,15 +196,7 @@ func BenchmarkAppendFlush(b *testing.B) {
 
 func benchAppendFlush(b *testing.B, db *DB) {
 	const families, perFamily, scrapes = 100, 100, 3
-	lsets := make([]labels.Labels, 0, families*perFamily)
-	for f := range families {
-		name := "bench_metric_" + strconv.Itoa(f) + "_total"
-		for i := range perFamily {
-			lsets = append(lsets, labels.FromStrings(
-				"__name__", name, "instance", "10.0.0."+strconv.Itoa(i%50)+":9100", "job", "node",
-				"cpu", strconv.Itoa(i), "mode", "user"))
-		}
-	}
+	lsets, _ := nodeSeries(families, perFamily)
 	refs := make([]promstorage.SeriesRef, len(lsets))
 	start := time.Now().Add(-6 * 24 * time.Hour).UnixMilli()
 	b.ReportAllocs()

@@ -46,36 +46,14 @@ func BenchmarkAppendWAL(b *testing.B) {
 
 func benchAppendCommits(b *testing.B, db *DB, ctx context.Context, n int) {
 	const perFamily = 100
-	lsets := make([]labels.Labels, 0, n)
-	fams := make([]string, 0, n)
-	for f := range n / perFamily {
-		name := "bench_metric_" + strconv.Itoa(f) + "_total"
-		for i := range perFamily {
-			lsets = append(lsets, labels.FromStrings(
-				"__name__", name, "instance", "10.0.0."+strconv.Itoa(i%50)+":9100", "job", "node",
-				"cpu", strconv.Itoa(i), "mode", "user"))
-			fams = append(fams, name)
-		}
-	}
+	lsets, fams := nodeSeries(n/perFamily, perFamily)
 	meta := metadata.Metadata{Type: model.MetricTypeCounter, Help: "A benchmark counter."}
 	refs := make([]promstorage.SeriesRef, len(lsets))
 	start := time.Now().Add(-6 * 24 * time.Hour).UnixMilli()
 	b.ReportAllocs()
 	b.ResetTimer()
 	for k := range b.N {
-		ts := start + int64(k)*1000
-		app := db.AppenderV2(ctx)
-		for i, ls := range lsets {
-			ref, err := app.Append(refs[i], ls, 0, ts, float64(k*i), nil, nil,
-				promstorage.AOptions{MetricFamilyName: fams[i], Metadata: meta})
-			if err != nil {
-				b.Fatal(err)
-			}
-			refs[i] = ref
-		}
-		if err := app.Commit(); err != nil {
-			b.Fatal(err)
-		}
+		appendScrape(b, ctx, db, lsets, fams, refs, meta, start+int64(k)*1000, k, 0)
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(lsets)), "ns/sample")
