@@ -174,6 +174,9 @@ collectors: {enabled: true, host: false, gpu: false, thermal: true, interval: 1s
 	require.Equal(t, "detector_frame_seconds P95", got.Latency)
 	require.Contains(t, got.Note, "throttles at 80 °C")
 	require.Contains(t, got.Note, "soft_temp_limit (vcgencmd)")
+	// The chart draws its axes after the panel is ready (the chart
+	// library lays out on the next frame): wait for the third one.
+	require.NoError(t, chromedp.Do(ctx, chromedp.WaitReady(chromedp.CSS(`[data-panel="temp_latency"] .u-axis:nth-of-type(3)`))), "the chart's axes")
 	var axes int
 	evalJSON(t, ctx, `document.querySelectorAll('[data-panel="temp_latency"] .u-axis').length`, &axes)
 	require.Equal(t, 3, axes, "time, °C and seconds")
