@@ -2,6 +2,7 @@ package storage
 
 import (
 	"sort"
+	"sync"
 
 	"github.com/VictoriaMetrics/VictoriaMetrics/lib/decimal"
 	vmstorage "github.com/VictoriaMetrics/VictoriaMetrics/lib/storage"
@@ -53,26 +54,27 @@ func (s *series) sortAndDedup() {
 	ts, vs := s.ts, s.vs
 	// Most reads are in order already (the blocks of a series come in
 	// time order, and parts seldom overlap): one read-only pass finds
-	// the first duplicate and whether a sort is needed at all.
-	dup, sorted := 0, true
+	// the first duplicate and where each ascending run after the first
+	// starts (a block of a part that overlaps the blocks before it).
+	var startsBuf [16]int
+	starts := startsBuf[:0]
+	dup := 0
 	for i := 1; i < len(ts); i++ {
 		if ts[i] <= ts[i-1] {
 			if ts[i] < ts[i-1] {
-				sorted = false
-				break
-			}
-			if dup == 0 {
+				starts = append(starts, i)
+			} else if dup == 0 {
 				dup = i
 			}
 		}
 	}
 	switch {
-	case !sorted:
+	case len(starts) > 0:
 		// The dedup rule below does not depend on the order of equal
-		// timestamps, so an unstable sort will do: pdqsort is close to
-		// linear on the few overlapping sorted runs that blocks of
-		// different parts give (sort.Stable was 14% of a 90-day query).
-		sort.Sort(byTimestamp{ts, vs})
+		// timestamps, so the runs are merged as they are: a pass over
+		// the overlapping parts only, where a general sort (pdqsort) was
+		// 64% of a 90-day query whose 5m tier held overlapping parts.
+		mergeRuns(ts, vs, starts)
 		dup = 1
 	case dup == 0:
 		return // sorted, one sample per timestamp
@@ -95,16 +97,69 @@ func (s *series) sortAndDedup() {
 	}
 }
 
-type byTimestamp struct {
+// mergeRuns sorts ts (and vs with it) by timestamp, in place, where ts is
+// ascending runs that begin at 0 and at each of starts: adjacent runs are
+// merged in pairs until one is left, as a bottom-up merge sort does, so a
+// read of r overlapping runs costs log2(r) passes over the parts that
+// overlap. Equal timestamps end up in no particular order.
+func mergeRuns(ts []int64, vs []float64, starts []int) {
+	bounds := make([]int, 0, len(starts)+2)
+	bounds = append(append(append(bounds, 0), starts...), len(ts))
+	buf := mergeBufPool.Get().(*mergeBuf)
+	defer mergeBufPool.Put(buf)
+	for len(bounds) > 2 {
+		last := bounds[len(bounds)-1]
+		odd := (len(bounds)-1)%2 == 1
+		out := bounds[:1]
+		for i := 0; i+2 < len(bounds); i += 2 {
+			lo, mid, hi := bounds[i], bounds[i+1], bounds[i+2]
+			buf.merge(ts, vs, lo, mid, hi)
+			out = append(out, hi)
+		}
+		if odd {
+			out = append(out, last)
+		}
+		bounds = out
+	}
+}
+
+// mergeBuf holds the left run's part that overlaps the right run while
+// the two are merged.
+type mergeBuf struct {
 	ts []int64
 	vs []float64
 }
 
-func (b byTimestamp) Len() int           { return len(b.ts) }
-func (b byTimestamp) Less(i, j int) bool { return b.ts[i] < b.ts[j] }
-func (b byTimestamp) Swap(i, j int) {
-	b.ts[i], b.ts[j] = b.ts[j], b.ts[i]
-	b.vs[i], b.vs[j] = b.vs[j], b.vs[i]
+var mergeBufPool = sync.Pool{New: func() any { return new(mergeBuf) }}
+
+// merge merges the sorted runs ts[lo:mid] and ts[mid:hi] in place. Only
+// what overlaps moves: the left run's samples before the right run's
+// first, and the right run's samples from the left run's last on, stay
+// where they are.
+func (b *mergeBuf) merge(ts []int64, vs []float64, lo, mid, hi int) {
+	if lo >= mid || mid >= hi || ts[mid-1] <= ts[mid] {
+		return
+	}
+	first, lastLeft := ts[mid], ts[mid-1]
+	k := lo + sort.Search(mid-lo, func(i int) bool { return ts[lo+i] > first })
+	end := mid + sort.Search(hi-mid, func(i int) bool { return ts[mid+i] >= lastLeft })
+	b.ts = append(b.ts[:0], ts[k:mid]...)
+	b.vs = append(b.vs[:0], vs[k:mid]...)
+	// The write position o never passes the right run's read position j:
+	// o = k + i + (j - mid) < j while i < mid - k.
+	i, j, o := 0, mid, k
+	for i < len(b.ts) && j < end {
+		if ts[j] < b.ts[i] {
+			ts[o], vs[o] = ts[j], vs[j]
+			j++
+		} else {
+			ts[o], vs[o] = b.ts[i], b.vs[i]
+			i++
+		}
+		o++
+	}
+	copy(ts[o:], b.ts[i:])
+	copy(vs[o:], b.vs[i:])
 }
 
 // seriesSet iterates over series sorted by labels.

@@ -2,6 +2,8 @@ package storage
 
 import (
 	"context"
+	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -132,6 +134,35 @@ func TestStepWindowsKeep(t *testing.T) {
 		got, gotV := filterSteps(w, ts, vs)
 		require.Equal(t, want, got)
 		require.Len(t, gotV, len(got))
+	}
+}
+
+// TestBoundaryPointsAtSkips: making a counter's boundary points in step
+// windows only, skipping the rows between windows, keeps what making all
+// of them and then filtering keeps, for sparse and dense windows, series
+// with gaps, and windows before, across and after the rows.
+func TestBoundaryPointsAtSkips(t *testing.T) {
+	const res = 300
+	r := rand.New(rand.NewPCG(5, 6))
+	for range 3000 {
+		var ts []int64
+		var vs []float64
+		n := 1 + r.IntN(80)
+		for t0 := int64(r.IntN(2000)) - 1000; len(ts) < n; {
+			ts, vs = append(ts, t0), append(vs, float64(len(ts)))
+			t0 += int64(1 + r.IntN(res))
+			if r.IntN(10) == 0 {
+				t0 += int64(r.IntN(20 * res)) // a gap
+			}
+		}
+		step := int64(res * (1 + r.IntN(60)))
+		w := &stepWindows{First: int64(r.IntN(6000)) - 3000, Step: step, Window: int64(res * (1 + r.IntN(3)))}
+		w.Last = w.First + step*int64(r.IntN(30))
+		all := withBoundaryPoints(&series{ts: slices.Clone(ts), vs: slices.Clone(vs)}, res)
+		wantT, wantV := filterSteps(w, all.ts, all.vs)
+		got := boundaryPointsAt(&series{ts: ts, vs: vs}, res, w)
+		require.Equal(t, append([]int64{}, wantT...), append([]int64{}, got.ts...), "windows %+v rows %v", *w, ts)
+		require.Equal(t, append([]float64{}, wantV...), append([]float64{}, got.vs...))
 	}
 }
 

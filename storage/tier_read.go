@@ -107,6 +107,15 @@ func (c *stepCursor) keep(w *stepWindows, t int64) bool {
 	return c.at <= w.Last && c.at-t < w.Window
 }
 
+// nextWindow returns, for a t that keep just refused, the start lo of the
+// next window (lo, lo+w.Window] after t, and false when there is none.
+func (c *stepCursor) nextWindow(w *stepWindows, t int64) (lo int64, more bool) {
+	if t <= w.First {
+		return w.First - w.Window, true
+	}
+	return c.at - w.Window, c.at <= w.Last
+}
+
 // boundaryPointsAt is withBoundaryPoints keeping only the points in sw's
 // windows, without making the others: of a 90-day counter at a 4h20m step
 // that is 3 of 52 windows.
@@ -122,7 +131,8 @@ func boundaryPointsAt(s *series, res int64, sw *stepWindows) *series {
 	var vs []float64
 	var c stepCursor
 	end := windowEnd(s.ts[0], res)
-	for i, t := range s.ts {
+	for i := 0; i < len(s.ts); i++ {
+		t := s.ts[i]
 		if t > end {
 			if end += res; t > end {
 				end = windowEnd(t, res)
@@ -130,6 +140,16 @@ func boundaryPointsAt(s *series, res int64, sw *stepWindows) *series {
 		}
 		if c.keep(sw, t) {
 			ts, vs = append(ts, t), append(vs, s.vs[i])
+		} else if lo, more := c.nextWindow(sw, t); !more {
+			break // past the last step: no row, no boundary point is kept
+		} else if j := i + 1 + skipTo(s.ts[i+1:], lo); j-1 > i {
+			// No row up to lo is in the next window (lo, lo+W], and only
+			// the last of them can have a boundary point in it: every
+			// other's is before the row after it. Of a 90-day counter at
+			// a 4h20m step most rows are skipped so, unread.
+			i = j - 1
+			t = s.ts[i]
+			end = windowEnd(t, res)
 		}
 		if i+1 < len(s.ts) && s.ts[i+1] > end+1 && c.keep(sw, end+1) {
 			ts, vs = append(ts, end+1), append(vs, s.vs[i])
@@ -137,6 +157,12 @@ func boundaryPointsAt(s *series, res int64, sw *stepWindows) *series {
 	}
 	s.ts, s.vs = ts, vs
 	return s
+}
+
+// skipTo returns the number of leading times in ts (sorted) at or before t.
+func skipTo(ts []int64, t int64) int {
+	n, _ := slices.BinarySearch(ts, t+1)
+	return n
 }
 
 // readRaw reads the raw tier; with readCount each sample reads as 1.
@@ -217,14 +243,23 @@ func (db *DB) readRollupWith(ctx context.Context, tier Tier, a readAgg, ms []*la
 	// One window more at the start: a counter's first point in range is
 	// the boundary point repeated from the window before it.
 	res := tier.Resolution().Milliseconds()
-	// A counter's boundary points are made as its rows are decoded: only
-	// they are copied (the rows of a 30-day p95 were 110 MB).
+	// A counter's boundary points are made as its rows are decoded, and
+	// a gauge's aggregate is reduced to the newest version of each window
+	// in range and in sw: only what is kept is copied (the rows of a
+	// 30-day p95 were 110 MB; of a 90-day max_over_time at a 4h20m step
+	// 1 in 4 is kept).
 	reduce := func(rows *series) *series {
 		var mn vmstorage.MetricName
-		if mn.UnmarshalString(rows.name) != nil || string(mn.GetTagValue(RollupLabel)) != aggCounter.String() {
+		if mn.UnmarshalString(rows.name) != nil {
 			return nil
 		}
-		return boundaryPointsAt(rows, res, sw)
+		if string(mn.GetTagValue(RollupLabel)) == aggCounter.String() {
+			return boundaryPointsAt(rows, res, sw)
+		}
+		rows = windowed(rows, res)
+		rows.trimBefore(mint)
+		rows.ts, rows.vs = filterSteps(sw, rows.ts, rows.vs)
+		return rows
 	}
 	if !reduceRows {
 		reduce = nil
