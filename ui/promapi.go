@@ -106,6 +106,7 @@ func (s *Server) mountPrometheusAPI(e *echo.Echo) {
 		prom = o.RangeCache.Handler(prom) // query_range from earlier answers (package ui/rangecache)
 	}
 	prom = extraLabels(prom) // extra_label=name=value (extralabel.go)
+	prom = compressAPI(prom) // gzip once, at its fastest level (compress.go)
 	e.Any("/api/v1/*", echo.WrapHandler(prom))
 	e.GET("/api/v1/targets", echo.WrapHandler(s.targetsWithRefusals(prom))) // storage.max_series in lastError
 

@@ -110,7 +110,8 @@ func TestRulesExtensions(t *testing.T) {
 	require.Len(t, alerts.Data.Alerts, 1)
 	require.Equal(t, []string{"10.0.0.5:8000", "10.0.0.6:8000"}, alerts.Data.Alerts[0].BreachingInstances)
 
-	// Asked for gzip, the amended answer still comes back plain and whole.
+	// Asked for gzip, the amended answer comes back whole (gzipped once,
+	// after it was amended; ts.do decompresses it).
 	req := httptest.NewRequest(http.MethodGet, "/api/v1/rules", nil)
 	req.Header.Set("Accept-Encoding", "gzip")
 	code, body = ts.do(req)

@@ -2,6 +2,7 @@ package ui
 
 import (
 	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -60,6 +61,14 @@ func (ts *testServer) do(req *http.Request) (int, string) {
 	ts.t.Helper()
 	rec := httptest.NewRecorder()
 	ts.h.ServeHTTP(rec, req)
+	if rec.Header().Get("Content-Encoding") == "gzip" {
+		// As an HTTP client does, for a request that asked for gzip.
+		zr, err := gzip.NewReader(rec.Body)
+		require.NoError(ts.t, err)
+		body, err := io.ReadAll(zr)
+		require.NoError(ts.t, err)
+		return rec.Code, string(body)
+	}
 	return rec.Code, rec.Body.String()
 }
 

@@ -39,11 +39,11 @@ func readsTiers(path string) bool {
 //     querier finds it (Prometheus' API passes the request context down
 //     to Select); a bad value is a 400 with Prometheus' error JSON;
 //   - records which tiers the request read and reports them in the
-//     X-Appliance-Tiers header and, in JSON answers that are not
-//     compressed, in a top-level field next to "status":
-//     {"status":"success","tiers":["raw","1m"],"data":...}. (The API
-//     compresses when the client accepts gzip; then only the header
-//     carries them.)
+//     X-Appliance-Tiers header and, in JSON answers, in a top-level
+//     field next to "status":
+//     {"status":"success","tiers":["raw","1m"],"data":...}. (Answers
+//     are compressed after this, by compressAPI, so the field is in
+//     gzipped answers too.)
 func tiersMiddleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !readsTiers(r.URL.Path) {

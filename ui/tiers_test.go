@@ -5,6 +5,7 @@ package ui_test
 // a real storage and downsampler.
 
 import (
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -92,11 +93,19 @@ func TestTiersOverHTTP(t *testing.T) {
 	require.Equal(t, "raw", hdr.Get(ui.TiersHeader))
 	require.Equal(t, []any{"raw"}, body["tiers"])
 
-	// Compressed answers carry the header only.
-	code, hdr, _ = get(rangeQuery(""), "Accept-Encoding", "gzip")
-	require.Equal(t, http.StatusOK, code)
-	require.Equal(t, "gzip", hdr.Get("Content-Encoding"))
-	require.Equal(t, "5m", hdr.Get(ui.TiersHeader))
+	// Compressed answers carry them in the header and in the body.
+	req := httptest.NewRequest(http.MethodGet, rangeQuery(""), nil)
+	req.Header.Set("Accept-Encoding", "gzip")
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	require.Equal(t, http.StatusOK, rec.Code)
+	require.Equal(t, "gzip", rec.Header().Get("Content-Encoding"))
+	require.Equal(t, "5m", rec.Header().Get(ui.TiersHeader))
+	zr, err := gzip.NewReader(rec.Body)
+	require.NoError(t, err)
+	body = nil
+	require.NoError(t, json.NewDecoder(zr).Decode(&body))
+	require.Equal(t, []any{"5m"}, body["tiers"])
 
 	code, _, body = get(rangeQuery("&max_source_resolution=2m"))
 	require.Equal(t, http.StatusBadRequest, code)
