@@ -145,25 +145,63 @@ func TestBoundaryPointsAtSkips(t *testing.T) {
 	const res = 300
 	r := rand.New(rand.NewPCG(5, 6))
 	for range 3000 {
-		var ts []int64
-		var vs []float64
-		n := 1 + r.IntN(80)
-		for t0 := int64(r.IntN(2000)) - 1000; len(ts) < n; {
-			ts, vs = append(ts, t0), append(vs, float64(len(ts)))
-			t0 += int64(1 + r.IntN(res))
-			if r.IntN(10) == 0 {
-				t0 += int64(r.IntN(20 * res)) // a gap
-			}
-		}
-		step := int64(res * (1 + r.IntN(60)))
-		w := &stepWindows{First: int64(r.IntN(6000)) - 3000, Step: step, Window: int64(res * (1 + r.IntN(3)))}
-		w.Last = w.First + step*int64(r.IntN(30))
+		ts, vs := randomRows(r, res)
+		w := randomWindows(r, res, int64(res*(1+r.IntN(3))))
 		all := withBoundaryPoints(&series{ts: slices.Clone(ts), vs: slices.Clone(vs)}, res)
 		wantT, wantV := filterSteps(w, all.ts, all.vs)
 		got := boundaryPointsAt(&series{ts: ts, vs: vs}, res, w)
 		require.Equal(t, append([]int64{}, wantT...), append([]int64{}, got.ts...), "windows %+v rows %v", *w, ts)
 		require.Equal(t, append([]float64{}, wantV...), append([]float64{}, got.vs...))
 	}
+}
+
+// TestWindowPointsAt: a gauge aggregate's newest version of each window
+// from mint on in the step windows, made in one pass that skips the rows
+// between windows, is what windowed, trimBefore and filterSteps make one
+// after the other, with versions, gaps, and windows before, across and
+// after the rows.
+func TestWindowPointsAt(t *testing.T) {
+	const res = 300
+	r := rand.New(rand.NewPCG(7, 8))
+	for range 3000 {
+		ts, vs := randomRows(r, res)
+		mint := ts[0] + int64(r.IntN(3*res)) - res
+		var w *stepWindows
+		if r.IntN(5) > 0 {
+			w = randomWindows(r, res, int64(1+r.IntN(3*res)))
+		}
+		want := windowed(&series{ts: slices.Clone(ts), vs: slices.Clone(vs)}, res)
+		want.trimBefore(mint)
+		wantT, wantV := filterSteps(w, want.ts, want.vs)
+		got := windowPointsAt(&series{ts: ts, vs: vs}, res, mint, w)
+		require.Equal(t, append([]int64{}, wantT...), append([]int64{}, got.ts...), "windows %v mint %d rows %v", w, mint, ts)
+		require.Equal(t, append([]float64{}, wantV...), append([]float64{}, got.vs...))
+	}
+}
+
+// randomRows makes up to 80 rows of a rollup tier at resolution res: at
+// times several in one window (a window rolled up again), with gaps.
+func randomRows(r *rand.Rand, res int) ([]int64, []float64) {
+	var ts []int64
+	var vs []float64
+	n := 1 + r.IntN(80)
+	for t0 := int64(r.IntN(2000)) - 1000; len(ts) < n; {
+		ts, vs = append(ts, t0), append(vs, float64(len(ts)))
+		t0 += int64(1 + r.IntN(res))
+		if r.IntN(10) == 0 {
+			t0 += int64(r.IntN(20 * res)) // a gap
+		}
+	}
+	return ts, vs
+}
+
+// randomWindows makes step windows of the given length, a multiple of res
+// apart, before, across or after randomRows' rows.
+func randomWindows(r *rand.Rand, res int, window int64) *stepWindows {
+	step := int64(res * (1 + r.IntN(60)))
+	w := &stepWindows{First: int64(r.IntN(6000)) - 3000, Step: step, Window: window}
+	w.Last = w.First + step*int64(r.IntN(30))
+	return w
 }
 
 // TestExactTier: a range query reading whole windows through a function
