@@ -185,12 +185,15 @@ prometheus_rule_evaluation_failures_total{rule_group="/etc/prometheus/rules.yml;
 	host := func(s *httptest.Server) string { return strings.TrimPrefix(s.URL, "http://") }
 	promYML := readFile(t, filepath.Join(dir, "prometheus.yml"))
 	amYML := readFile(t, filepath.Join(dir, "alertmanager.yml"))
-	for k, v := range map[string]string{
-		"EXTERNAL_ALERTMANAGER": host(extAM.srv), "PROMETHEUS_TARGET": host(prom), "NODE_EXPORTER_GONE": gone,
-		"NODE_EXPORTER": host(node), "BLACKBOX_EXPORTER": host(blackbox),
-		"TEAM_WEBHOOK": team.srv.URL + "/team", "ONCALL_WEBHOOK": oncall.srv.URL + "/oncall", "TICKETS_WEBHOOK": tickets.srv.URL + "/tickets",
+	// In this order: NODE_EXPORTER_GONE before NODE_EXPORTER, which is a
+	// prefix of it (in a map's random order the gone node became the live
+	// node's address with "_GONE" after it, half of the time).
+	for _, r := range [][2]string{
+		{"EXTERNAL_ALERTMANAGER", host(extAM.srv)}, {"PROMETHEUS_TARGET", host(prom)}, {"NODE_EXPORTER_GONE", gone},
+		{"NODE_EXPORTER", host(node)}, {"BLACKBOX_EXPORTER", host(blackbox)},
+		{"TEAM_WEBHOOK", team.srv.URL + "/team"}, {"ONCALL_WEBHOOK", oncall.srv.URL + "/oncall"}, {"TICKETS_WEBHOOK", tickets.srv.URL + "/tickets"},
 	} {
-		promYML, amYML = strings.ReplaceAll(promYML, k, v), strings.ReplaceAll(amYML, k, v)
+		promYML, amYML = strings.ReplaceAll(promYML, r[0], r[1]), strings.ReplaceAll(amYML, r[0], r[1])
 	}
 	var pasted strings.Builder
 	for line := range strings.Lines(amYML) {

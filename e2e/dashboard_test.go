@@ -93,6 +93,15 @@ func TestDashboardInBrowser(t *testing.T) {
 	eventually(t, 60*time.Second, "the instance back up", func() bool {
 		return len(p.instant(`min(up{job="vllm"}) == 1`, time.Time{})) > 0
 	})
+	// A page's range ends at a whole step before now (5 s at 15 minutes),
+	// so a failure from the last seconds is not in it yet: the page is
+	// opened once the failure is at least 10 s old (seen in CI: the one
+	// failed probe 0.8 s after the probes page's end, its panel empty).
+	eventually(t, 60*time.Second, "a failed probe at least 10 s old", func() bool {
+		// Over a minute: the failure's series is marked stale at the
+		// next run that succeeds.
+		return len(p.instant(`count_over_time(probe_success{reason!=""}[1m])`, time.Now().Add(-10*time.Second))) > 0
+	})
 
 	alloc, cancel := chromedp.NewExecAllocator(context.Background(),
 		chromedp.ExecPath(chrome),
