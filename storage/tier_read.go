@@ -159,7 +159,7 @@ func boundaryPointsAt(s *series, res int64, sw *stepWindows) *series {
 	return s
 }
 
-// windowPointsAt is windowed, trimBefore(mint) and filterSteps(sw) of a
+// windowPointsAt is dedupWindows, trimBefore(mint) and filterSteps(sw) of a
 // gauge aggregate's rows in one pass, in place: each window's newest
 // version from mint on, in sw's windows. Between sw's windows it skips
 // the rows to the next one unread: of a 90-day max_over_time[1h] at a
@@ -348,35 +348,36 @@ func (db *DB) readRollupWith(ctx context.Context, tier Tier, a readAgg, ms []*la
 // rollup tier (by), for read aggregate a, in [mint, ...) and sw; nil when
 // there are none.
 func rollupPoints(by [numAggs]*series, base labels.Labels, a readAgg, res, mint int64, sw *stepWindows) *series {
+	gauge := func(g *series) *series {
+		if g == nil {
+			return nil
+		}
+		return windowPointsAt(g, res, mint, sw)
+	}
 	var s *series
 	switch c := by[aggCounter]; {
-	case c != nil && c.reduced:
-		s = c
 	case c != nil:
-		s = boundaryPointsAt(c, res, sw)
+		if !c.reduced {
+			c = boundaryPointsAt(c, res, sw)
+		}
+		s = c
+		s.trimBefore(mint)
 	case a == readMax:
-		s = windowed(by[aggMax], res)
+		s = gauge(by[aggMax])
 	case a == readMin:
-		if s = windowed(by[aggNegMin], res); s != nil {
+		if s = gauge(by[aggNegMin]); s != nil {
 			for i := range s.vs {
 				s.vs[i] = -s.vs[i]
 			}
 		}
 	case a == readSum:
-		s = windowed(by[aggSum], res)
+		s = gauge(by[aggSum])
 	case a == readCount:
-		s = windowed(by[aggCount], res)
+		s = gauge(by[aggCount])
 	default:
-		s = average(windowed(by[aggSum], res), windowed(by[aggCount], res), res)
+		s = average(gauge(by[aggSum]), gauge(by[aggCount]), res)
 	}
-	if s == nil {
-		return nil
-	}
-	s.trimBefore(mint)
-	if by[aggCounter] == nil {
-		s.ts, s.vs = filterSteps(sw, s.ts, s.vs)
-	}
-	if len(s.ts) == 0 {
+	if s == nil || len(s.ts) == 0 {
 		return nil
 	}
 	s.lset = base
@@ -387,15 +388,6 @@ func rollupPoints(by [numAggs]*series, base labels.Labels, a readAgg, res, mint 
 func (s *series) trimBefore(mint int64) {
 	i, _ := slices.BinarySearch(s.ts, mint)
 	s.ts, s.vs = s.ts[i:], s.vs[i:]
-}
-
-// windowed keeps the newest version of each window (dedupWindows).
-func windowed(s *series, res int64) *series {
-	if s == nil {
-		return nil
-	}
-	s.ts, s.vs = dedupWindows(s.ts, s.vs, res)
-	return s
 }
 
 // average joins sum and count per window into sum/count, at the sum's
