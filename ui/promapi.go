@@ -93,6 +93,8 @@ func (s *Server) mountPrometheusAPI(e *echo.Echo) {
 		false,
 		0,
 	)
+	api.ClearCodecs()
+	api.InstallCodec(matrixCodec{}) // JSONCodec's bytes, matrices written faster (jsoncodec.go)
 	r := route.New()
 	api.Register(r)
 	var prom http.Handler = http.StripPrefix("/api/v1", r)
