@@ -964,35 +964,72 @@ func countResets(dst []int32, pts []promql.FPoint) []int32 {
 // how many there are. The float operations are the function's, in its
 // order (none is a multiply-add a compiler could fuse);
 // TestCounterRate checks it bit for bit against the function.
+//
+// All but the last multiply depend on the window's shape alone (where its
+// first and last samples sit in it, how many it has) but for one case
+// (durationToZero), and a series scraped at a steady interval has the
+// same shape at every step: counterRate keeps the last shape's factor.
 type counterRate struct {
 	isRate       bool
 	rangeMs      int64
 	rangeSeconds float64
+	last         rateShape
+}
+
+// rateShape is one window shape and what extrapolatedRate makes of it.
+type rateShape struct {
+	valid              bool
+	toStartMs, toEndMs int64
+	numSamplesMinusOne int
+	// durationToStart and durationToEnd are after the extrapolation
+	// threshold; factor is the rate's (increase's) factor unless
+	// durationToZero is shorter than durationToStart.
+	durationToStart, durationToEnd, sampledInterval, factor float64
 }
 
 // at is the rate (increase) at ts of a window from first to last with
 // numSamplesMinusOne+1 samples, numSamplesMinusOne >= 1.
-func (c counterRate) at(first, last promql.FPoint, numSamplesMinusOne int, ts int64) float64 {
-	rangeStart, rangeEnd := ts-c.rangeMs, ts
+func (c *counterRate) at(first, last promql.FPoint, numSamplesMinusOne int, ts int64) float64 {
+	rangeStart := ts - c.rangeMs
+	sh := &c.last
+	if !sh.valid || sh.toStartMs != first.T-rangeStart || sh.toEndMs != ts-last.T || sh.numSamplesMinusOne != numSamplesMinusOne {
+		*sh = c.shape(first.T, last.T, numSamplesMinusOne, ts)
+	}
 	resultFloat := last.F - first.F
-	durationToStart := float64(first.T-rangeStart) / 1000
-	durationToEnd := float64(rangeEnd-last.T) / 1000
-	sampledInterval := float64(last.T-first.T) / 1000
+	// durationToZero = sampledInterval * (first.F / resultFloat) is at
+	// least sampledInterval when first.F >= resultFloat (rounding is
+	// monotonic), so not below durationToStart when that is at most
+	// sampledInterval: no need to compute it.
+	if resultFloat > 0 && first.F >= 0 && (first.F < resultFloat || sh.sampledInterval < sh.durationToStart) {
+		if durationToZero := sh.sampledInterval * (first.F / resultFloat); durationToZero < sh.durationToStart {
+			return resultFloat * c.factor(sh.sampledInterval, durationToZero, sh.durationToEnd)
+		}
+	}
+	return resultFloat * sh.factor
+}
+
+// shape is extrapolatedRate's arithmetic on a window's timestamps.
+func (c *counterRate) shape(firstT, lastT int64, numSamplesMinusOne int, ts int64) rateShape {
+	rangeStart, rangeEnd := ts-c.rangeMs, ts
+	durationToStart := float64(firstT-rangeStart) / 1000
+	durationToEnd := float64(rangeEnd-lastT) / 1000
+	sampledInterval := float64(lastT-firstT) / 1000
 	averageDurationBetweenSamples := sampledInterval / float64(numSamplesMinusOne)
 	extrapolationThreshold := averageDurationBetweenSamples * 1.1
 	if durationToStart >= extrapolationThreshold {
 		durationToStart = averageDurationBetweenSamples / 2
 	}
-	durationToZero := durationToStart
-	if resultFloat > 0 && first.F >= 0 {
-		durationToZero = sampledInterval * (first.F / resultFloat)
-	}
-	if durationToZero < durationToStart {
-		durationToStart = durationToZero
-	}
 	if durationToEnd >= extrapolationThreshold {
 		durationToEnd = averageDurationBetweenSamples / 2
 	}
+	return rateShape{
+		valid: true, toStartMs: firstT - rangeStart, toEndMs: rangeEnd - lastT, numSamplesMinusOne: numSamplesMinusOne,
+		durationToStart: durationToStart, durationToEnd: durationToEnd, sampledInterval: sampledInterval,
+		factor: c.factor(sampledInterval, durationToStart, durationToEnd),
+	}
+}
+
+func (c *counterRate) factor(sampledInterval, durationToStart, durationToEnd float64) float64 {
 	factor := 1.0
 	if sampledInterval != 0 {
 		factor = (sampledInterval + durationToStart + durationToEnd) / sampledInterval
@@ -1000,7 +1037,7 @@ func (c counterRate) at(first, last promql.FPoint, numSamplesMinusOne int, ts in
 	if c.isRate {
 		factor /= c.rangeSeconds
 	}
-	return resultFloat * factor
+	return factor
 }
 
 // slidingExtreme is max_over_time (or min_over_time) of a sliding

@@ -356,34 +356,61 @@ func TestPushdownHistogramQuantile(t *testing.T) {
 // TestCounterRate: the pushdown's rate and increase of a window without
 // a reset give Prometheus' rate and increase bit for bit, on random
 // windows: irregular timestamps, windows that start or end away from
-// the range's edges, counters starting below 0 or at 0, flat ones, NaN.
+// the range's edges, counters starting below 0 or at 0, flat ones, NaN;
+// and on windows of a few repeated shapes (a steady scrape interval)
+// with random values, through one counterRate per range, so that its
+// kept shape is used for values it was not computed with.
 func TestCounterRate(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	for _, name := range []string{"rate", "increase"} {
 		fn := promql.FunctionCalls[name]
-		for range 5000 {
+		var ranges []int64
+		for range 6 {
 			rangeMs := int64(1+rng.IntN(600)) * 1000
 			if rng.IntN(4) == 0 {
 				rangeMs += rng.Int64N(1000) // not whole seconds
 			}
+			ranges = append(ranges, rangeMs)
+		}
+		rates := make(map[int64]*counterRate)
+		for range 20000 {
+			rangeMs := ranges[rng.IntN(len(ranges))]
 			ms := &parser.MatrixSelector{VectorSelector: &parser.VectorSelector{}, Range: time.Duration(rangeMs) * time.Millisecond}
+			c := rates[rangeMs]
+			if c == nil {
+				c = &counterRate{isRate: name == "rate", rangeMs: rangeMs, rangeSeconds: ms.Range.Seconds()}
+				rates[rangeMs] = c
+			}
 			args := parser.Expressions{ms}
 			ts := rng.Int64N(1e12)
+			steady := rng.IntN(2) == 0
 			n := 2 + rng.IntN(40)
+			interval := int64(0)
+			if steady {
+				n = 2 + rng.IntN(3)
+				interval = rangeMs/int64(n+rng.IntN(2)) - int64(rng.IntN(2))
+			}
 			pts := make([]promql.FPoint, n)
 			t0 := ts - rangeMs + 1 + rng.Int64N(rangeMs/2+1)
-			v := []float64{0, -5, rng.Float64() * 1e6, 3}[rng.IntN(4)]
+			if steady {
+				t0 = ts - rangeMs + []int64{1, interval / 3, interval / 2, interval}[rng.IntN(4)]
+			}
+			v := []float64{0, -5, rng.Float64() * 1e6, 3, 0.25}[rng.IntN(5)]
 			for i := range pts {
 				pts[i] = promql.FPoint{T: t0, F: v}
-				t0 += 1 + rng.Int64N(rangeMs/int64(n)+1)
+				if steady {
+					t0 += interval
+				} else {
+					t0 += 1 + rng.Int64N(rangeMs/int64(n)+1)
+				}
 				if rng.IntN(3) > 0 {
-					v += math.Floor(rng.Float64() * 100)
+					v += math.Floor(rng.Float64() * []float64{100, 1, 1e7}[rng.IntN(3)])
 				}
 				if rng.IntN(200) == 0 {
 					v = math.NaN()
 				}
 			}
-			for pts[n-1].T > ts {
+			for n > 0 && pts[n-1].T > ts {
 				n--
 			}
 			if n < 2 {
@@ -396,9 +423,19 @@ func TestCounterRate(t *testing.T) {
 			enh := &promql.EvalNodeHelper{Ts: ts}
 			want, _ := fn(nil, promql.Matrix{{Floats: pts}}, args, enh)
 			require.Len(t, want, 1)
-			c := counterRate{isRate: name == "rate", rangeMs: rangeMs, rangeSeconds: ms.Range.Seconds()}
 			got := c.at(pts[0], pts[n-1], n-1, ts)
 			require.Equal(t, math.Float64bits(want[0].F), math.Float64bits(got), "%s over %dms at %d of %v", name, rangeMs, ts, pts)
+		}
+		// Two samples 15 s apart, the first 16 s into a 60 s window
+		// (below the threshold of 16.5 s): durationToZero (15 s × 10/9.5)
+		// is above the sampled interval and below durationToStart.
+		ms := &parser.MatrixSelector{VectorSelector: &parser.VectorSelector{}, Range: time.Minute}
+		c := &counterRate{isRate: name == "rate", rangeMs: 60000, rangeSeconds: 60}
+		for _, first := range []float64{10, 100, 10} {
+			pts := []promql.FPoint{{T: 16000, F: first}, {T: 31000, F: first + 9.5}}
+			want, _ := fn(nil, promql.Matrix{{Floats: pts}}, parser.Expressions{ms}, &promql.EvalNodeHelper{Ts: 60000})
+			got := c.at(pts[0], pts[1], 1, 60000)
+			require.Equal(t, math.Float64bits(want[0].F), math.Float64bits(got), "%s from %v", name, first)
 		}
 	}
 }
