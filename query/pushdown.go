@@ -703,8 +703,16 @@ type seriesEval struct {
 	disjoint                         bool // windows do not overlap: no sliding extreme
 	cr                               counterRate
 
-	pts      []promql.FPoint // the series' samples, stale markers dropped
-	sts      []int64
+	// ts and vs are the series' samples in the selector's range, stale
+	// markers dropped: the storage's own buffers when it had none (the
+	// visit's), else tsBuf and vsBuf. win is a window as the engine's
+	// functions take it; sts are start timestamps.
+	ts           []int64
+	vs           []float64
+	tsBuf        []int64
+	vsBuf        []float64
+	win          []promql.FPoint
+	sts          []int64
 	it       chunkenc.Iterator
 	inMatrix promql.Matrix
 	enh      *promql.EvalNodeHelper
@@ -735,14 +743,14 @@ func newSeriesEval(pq *pushdownQuery, p *pushedExpr, hints *storage.SelectHints)
 	return e
 }
 
-// load reads s's samples in the selector's range into e.pts (and e.sts);
-// false for a native histogram sample or a failed read.
+// load reads s's samples in the selector's range into e.ts and e.vs
+// (and e.sts); false for a native histogram sample or a failed read.
 func (e *seriesEval) load(s storage.Series) bool {
-	e.pts, e.sts = e.pts[:0], e.sts[:0]
 	if m, ok := s.(inMemorySamples); ok && !e.withST {
 		e.loadSlices(m.FloatSamples())
 		return true
 	}
+	e.tsBuf, e.vsBuf, e.sts = e.tsBuf[:0], e.vsBuf[:0], e.sts[:0]
 	e.it = s.Iterator(e.it)
 	for vt := e.it.Next(); vt != chunkenc.ValNone; vt = e.it.Next() {
 		if vt != chunkenc.ValFloat {
@@ -752,11 +760,12 @@ func (e *seriesEval) load(s storage.Series) bool {
 		if value.IsStaleNaN(f) || t < e.hints.Start || t > e.hints.End {
 			continue
 		}
-		e.pts = append(e.pts, promql.FPoint{T: t, F: f})
+		e.tsBuf, e.vsBuf = append(e.tsBuf, t), append(e.vsBuf, f)
 		if e.withST {
 			e.sts = append(e.sts, e.it.AtST())
 		}
 	}
+	e.ts, e.vs = e.tsBuf, e.vsBuf
 	return e.it.Err() == nil
 }
 
@@ -770,42 +779,52 @@ func (e *seriesEval) eval(s storage.Series, values []float64, has []bool) (int, 
 }
 
 // loadSlices is load of samples in memory (inMemorySamples), without
-// start timestamps.
+// start timestamps: the part of ts and vs in the selector's range, as
+// they are when they hold no stale marker, else copied without them.
 func (e *seriesEval) loadSlices(ts []int64, vs []float64) {
-	e.pts, e.sts = e.pts[:0], e.sts[:0]
 	lo, _ := slices.BinarySearch(ts, e.hints.Start)
 	hi, found := slices.BinarySearch(ts, e.hints.End)
 	if found {
 		hi++
 	}
-	e.pts = slices.Grow(e.pts, hi-lo)
-	for i := lo; i < hi; i++ {
+	ts, vs = ts[lo:hi], vs[lo:hi]
+	i := 0
+	for i < len(vs) && !value.IsStaleNaN(vs[i]) {
+		i++
+	}
+	if i == len(vs) {
+		e.ts, e.vs = ts, vs
+		return
+	}
+	e.tsBuf, e.vsBuf = append(e.tsBuf[:0], ts[:i]...), append(e.vsBuf[:0], vs[:i]...)
+	for ; i < len(vs); i++ {
 		if !value.IsStaleNaN(vs[i]) {
-			e.pts = append(e.pts, promql.FPoint{T: ts[i], F: vs[i]})
+			e.tsBuf, e.vsBuf = append(e.tsBuf, ts[i]), append(e.vsBuf, vs[i])
 		}
 	}
+	e.ts, e.vs = e.tsBuf, e.vsBuf
 }
 
-// evalLoaded is eval of the samples load put in e.pts.
+// evalLoaded is eval of the samples load put in e.ts and e.vs.
 func (e *seriesEval) evalLoaded(lset labels.Labels, values []float64, has []bool) (int, bool) {
-	pq, pts := e.pq, e.pts
+	pq, tss, vss := e.pq, e.ts, e.vs
 	e.inMatrix[0].Metric = lset
 	points := 0
 	lo, hi := 0, 0
 	e.ext.reset()
 	if e.counter {
-		e.resets = countResets(e.resets, pts)
+		e.resets = countResets(e.resets, vss)
 	}
 	for k := range values {
 		has[k] = false
 		ts := pq.start + int64(k)*pq.step
-		for hi < len(pts) && pts[hi].T <= ts {
+		for hi < len(tss) && tss[hi] <= ts {
 			if e.extreme && !e.disjoint {
-				e.ext.push(pts, hi)
+				e.ext.push(vss, hi)
 			}
 			hi++
 		}
-		for lo < hi && pts[lo].T <= ts-e.rng {
+		for lo < hi && tss[lo] <= ts-e.rng {
 			lo++
 		}
 		if lo == hi {
@@ -814,9 +833,9 @@ func (e *seriesEval) evalLoaded(lset labels.Labels, values []float64, has []bool
 		if e.extreme {
 			f, ok := 0.0, false
 			if e.disjoint {
-				f, ok = windowExtreme(pts[lo:hi], e.ext.max)
+				f, ok = windowExtreme(vss[lo:hi], e.ext.max)
 			} else {
-				f, ok = e.ext.at(pts, lo)
+				f, ok = e.ext.at(vss, lo)
 			}
 			if ok {
 				values[k], has[k] = f, true
@@ -828,11 +847,16 @@ func (e *seriesEval) evalLoaded(lset labels.Labels, values []float64, has []bool
 			if hi-lo < 2 {
 				continue // one sample: no rate
 			}
-			values[k], has[k] = e.cr.at(pts[lo], pts[hi-1], hi-lo-1, ts), true
+			first, last := promql.FPoint{T: tss[lo], F: vss[lo]}, promql.FPoint{T: tss[hi-1], F: vss[hi-1]}
+			values[k], has[k] = e.cr.at(first, last, hi-lo-1, ts), true
 			points++
 			continue
 		}
-		e.inMatrix[0].Floats = pts[lo:hi]
+		e.win = e.win[:0]
+		for i := lo; i < hi; i++ {
+			e.win = append(e.win, promql.FPoint{T: tss[i], F: vss[i]})
+		}
+		e.inMatrix[0].Floats = e.win
 		e.enh.Ts = ts
 		e.enh.StartTimestamps = nil
 		if e.withST {
@@ -945,11 +969,11 @@ func (pq *pushdownQuery) histogramQuantile(p *pushedExpr, in []stepValues, annos
 // countResets returns, for each point, how many counter resets (a value
 // below the one before it, as extrapolatedRate counts them) happened up
 // to it.
-func countResets(dst []int32, pts []promql.FPoint) []int32 {
-	dst = slices.Grow(dst[:0], len(pts))[:len(pts)]
+func countResets(dst []int32, vs []float64) []int32 {
+	dst = slices.Grow(dst[:0], len(vs))[:len(vs)]
 	var n int32
-	for i := range pts {
-		if i > 0 && pts[i].F < pts[i-1].F {
+	for i := range vs {
+		if i > 0 && vs[i] < vs[i-1] {
 			n++
 		}
 		dst[i] = n
@@ -1055,14 +1079,14 @@ type slidingExtreme struct {
 
 func (s *slidingExtreme) reset() { s.idx, s.head = s.idx[:0], 0 }
 
-// push adds point i, the newest.
-func (s *slidingExtreme) push(pts []promql.FPoint, i int) {
-	f := pts[i].F
+// push adds point i (of values vs), the newest.
+func (s *slidingExtreme) push(vs []float64, i int) {
+	f := vs[i]
 	if math.IsNaN(f) {
 		return
 	}
 	for n := len(s.idx); n > s.head; n = len(s.idx) {
-		b := pts[s.idx[n-1]].F
+		b := vs[s.idx[n-1]]
 		if (s.max && b < f) || (!s.max && b > f) {
 			s.idx = s.idx[:n-1]
 			continue
@@ -1072,28 +1096,28 @@ func (s *slidingExtreme) push(pts []promql.FPoint, i int) {
 	s.idx = append(s.idx, i)
 }
 
-// windowExtreme is max_over_time (min_over_time) of one window by a
-// scan, with slidingExtreme's answer: the first of equal values, NaN
-// only when all are (ok false, left to the function).
-func windowExtreme(pts []promql.FPoint, max bool) (float64, bool) {
+// windowExtreme is max_over_time (min_over_time) of one window's values
+// by a scan, with slidingExtreme's answer: the first of equal values,
+// NaN only when all are (ok false, left to the function).
+func windowExtreme(vs []float64, max bool) (float64, bool) {
 	i := 0
-	for i < len(pts) && math.IsNaN(pts[i].F) {
+	for i < len(vs) && math.IsNaN(vs[i]) {
 		i++
 	}
-	if i == len(pts) {
+	if i == len(vs) {
 		return 0, false
 	}
-	m := pts[i].F
+	m := vs[i]
 	if max {
-		for _, p := range pts[i+1:] {
-			if p.F > m { // false for NaN
-				m = p.F
+		for _, f := range vs[i+1:] {
+			if f > m { // false for NaN
+				m = f
 			}
 		}
 	} else {
-		for _, p := range pts[i+1:] {
-			if p.F < m {
-				m = p.F
+		for _, f := range vs[i+1:] {
+			if f < m {
+				m = f
 			}
 		}
 	}
@@ -1101,14 +1125,14 @@ func windowExtreme(pts []promql.FPoint, max bool) (float64, bool) {
 }
 
 // at drops the points before lo and returns the window's extreme.
-func (s *slidingExtreme) at(pts []promql.FPoint, lo int) (float64, bool) {
+func (s *slidingExtreme) at(vs []float64, lo int) (float64, bool) {
 	for s.head < len(s.idx) && s.idx[s.head] < lo {
 		s.head++
 	}
 	if s.head == len(s.idx) {
 		return 0, false
 	}
-	return pts[s.idx[s.head]].F, true
+	return vs[s.idx[s.head]], true
 }
 
 // groupingLabels are an aggregation's output labels (the engine's

@@ -290,19 +290,23 @@ func TestSlidingExtreme(t *testing.T) {
 			for i := range pts {
 				pts[i] = promql.FPoint{T: int64(i), F: vals[rng.IntN(len(vals))]}
 			}
+			vs := make([]float64, len(pts))
+			for i, p := range pts {
+				vs[i] = p.F
+			}
 			ext := slidingExtreme{max: name == "max_over_time"}
 			lo, hi := 0, 0
 			for hi < len(pts) {
 				for n := 1 + rng.IntN(4); n > 0 && hi < len(pts); n-- {
-					ext.push(pts, hi)
+					ext.push(vs, hi)
 					hi++
 				}
 				lo = min(hi-1, lo+rng.IntN(4))
 				enh := &promql.EvalNodeHelper{}
 				want, _ := fn(nil, promql.Matrix{{Floats: pts[lo:hi]}}, args, enh)
 				require.Len(t, want, 1)
-				got, ok := ext.at(pts, lo)
-				scan, scanOK := windowExtreme(pts[lo:hi], ext.max)
+				got, ok := ext.at(vs, lo)
+				scan, scanOK := windowExtreme(vs[lo:hi], ext.max)
 				require.Equal(t, ok, scanOK)
 				require.Equal(t, math.Float64bits(got), math.Float64bits(scan), "scan of %v", pts[lo:hi])
 				if !ok {
@@ -417,7 +421,11 @@ func TestCounterRate(t *testing.T) {
 				continue
 			}
 			pts = pts[:n]
-			if r := countResets(nil, pts); r[n-1] != r[0] {
+			vs := make([]float64, n)
+			for i, p := range pts {
+				vs[i] = p.F
+			}
+			if r := countResets(nil, vs); r[n-1] != r[0] {
 				continue // the function's own path
 			}
 			enh := &promql.EvalNodeHelper{Ts: ts}
