@@ -707,12 +707,12 @@ type seriesEval struct {
 	// markers dropped: the storage's own buffers when it had none (the
 	// visit's), else tsBuf and vsBuf. win is a window as the engine's
 	// functions take it; sts are start timestamps.
-	ts           []int64
-	vs           []float64
-	tsBuf        []int64
-	vsBuf        []float64
-	win          []promql.FPoint
-	sts          []int64
+	ts       []int64
+	vs       []float64
+	tsBuf    []int64
+	vsBuf    []float64
+	win      []promql.FPoint
+	sts      []int64
 	it       chunkenc.Iterator
 	inMatrix promql.Matrix
 	enh      *promql.EvalNodeHelper
