@@ -169,10 +169,21 @@ func windowPointsAt(s *series, res, mint int64, sw *stepWindows) *series {
 	i, _ := slices.BinarySearch(ts, mint)
 	j := 0
 	var c stepCursor
+	var end int64 // the end of ts[i]'s window
+	if i < len(ts) {
+		end = windowEnd(ts[i], res)
+	}
 	for i < len(ts) {
+		// Most often ts[i]'s window is the one after the window before:
+		// its end is found without a division.
+		if ts[i] > end {
+			if end += res; ts[i] > end {
+				end = windowEnd(ts[i], res)
+			}
+		}
 		// The newest version of ts[i]'s window: its last row (a window
 		// rolled up again has a later row; versions are few).
-		k, end := i, windowEnd(ts[i], res)
+		k := i
 		for k+1 < len(ts) && ts[k+1] <= end {
 			k++
 		}
