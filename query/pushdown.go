@@ -717,7 +717,6 @@ type seriesEval struct {
 	inMatrix promql.Matrix
 	enh      *promql.EvalNodeHelper
 	ext      slidingExtreme
-	resets   []int32
 	annos    annotations.Annotations
 }
 
@@ -812,9 +811,10 @@ func (e *seriesEval) evalLoaded(lset labels.Labels, values []float64, has []bool
 	points := 0
 	lo, hi := 0, 0
 	e.ext.reset()
-	if e.counter {
-		e.resets = countResets(e.resets, vss)
-	}
+	// resets counts the counter resets in the window [lo, hi): points j
+	// with lo < j < hi below the point before them, as extrapolatedRate
+	// counts them.
+	resets := 0
 	for k := range values {
 		has[k] = false
 		ts := pq.start + int64(k)*pq.step
@@ -822,9 +822,15 @@ func (e *seriesEval) evalLoaded(lset labels.Labels, values []float64, has []bool
 			if e.extreme && !e.disjoint {
 				e.ext.push(vss, hi)
 			}
+			if e.counter && hi > lo && vss[hi] < vss[hi-1] {
+				resets++
+			}
 			hi++
 		}
 		for lo < hi && tss[lo] <= ts-e.rng {
+			if e.counter && lo+1 < hi && vss[lo+1] < vss[lo] {
+				resets--
+			}
 			lo++
 		}
 		if lo == hi {
@@ -843,7 +849,7 @@ func (e *seriesEval) evalLoaded(lset labels.Labels, values []float64, has []bool
 				continue
 			}
 		}
-		if e.counter && e.resets[hi-1] == e.resets[lo] {
+		if e.counter && resets == 0 {
 			if hi-lo < 2 {
 				continue // one sample: no rate
 			}
@@ -964,21 +970,6 @@ func (pq *pushdownQuery) histogramQuantile(p *pushedExpr, in []stepValues, annos
 		}
 	}
 	return out, forced
-}
-
-// countResets returns, for each point, how many counter resets (a value
-// below the one before it, as extrapolatedRate counts them) happened up
-// to it.
-func countResets(dst []int32, vs []float64) []int32 {
-	dst = slices.Grow(dst[:0], len(vs))[:len(vs)]
-	var n int32
-	for i := range vs {
-		if i > 0 && vs[i] < vs[i-1] {
-			n++
-		}
-		dst[i] = n
-	}
-	return dst
 }
 
 // counterRate is Prometheus' extrapolatedRate (v0.316.0, functions.go)

@@ -447,3 +447,18 @@ func TestCounterRate(t *testing.T) {
 		}
 	}
 }
+
+// countResets returns, for each point, how many counter resets (a value
+// below the one before it, as extrapolatedRate counts them) happened up
+// to it.
+func countResets(dst []int32, vs []float64) []int32 {
+	dst = slices.Grow(dst[:0], len(vs))[:len(vs)]
+	var n int32
+	for i := range vs {
+		if i > 0 && vs[i] < vs[i-1] {
+			n++
+		}
+		dst[i] = n
+	}
+	return dst
+}
