@@ -30,7 +30,9 @@
 // web/api/v1 handler mounted on echo, so query, query_range, series, labels,
 // label values, targets, status/* and the remote-write receiver answer with
 // Prometheus' JSON, status codes and error format: Grafana's Prometheus data
-// source and every Prometheus client work unchanged. The appliance replaces
+// source and every Prometheus client work unchanged (query_range matrices
+// are written by matrixCodec, byte for byte Prometheus' JSON, faster;
+// jsoncodec.go). The appliance replaces
 // a few endpoints where its model differs from Prometheus':
 //
 //   - /api/v1/status/config prints the appliance's whole config (secrets
