@@ -359,9 +359,11 @@ func (db *DB) readRollupWith(ctx context.Context, tier Tier, a readAgg, ms []*la
 // rollup tier (by), for read aggregate a, in [mint, ...) and sw; nil when
 // there are none.
 func rollupPoints(by [numAggs]*series, base labels.Labels, a readAgg, res, mint int64, sw *stepWindows) *series {
+	// A series readRollupWith's reduce made (s.reduced) holds its
+	// points already: only the others are made here.
 	gauge := func(g *series) *series {
-		if g == nil {
-			return nil
+		if g == nil || g.reduced {
+			return g
 		}
 		return windowPointsAt(g, res, mint, sw)
 	}

@@ -108,12 +108,14 @@ func (s *Server) mountPrometheusAPI(e *echo.Echo) {
 		prom = o.RangeCache.Handler(prom) // query_range from earlier answers (package ui/rangecache)
 	}
 	prom = extraLabels(prom) // extra_label=name=value (extralabel.go)
-	prom = compressAPI(prom) // gzip once, at its fastest level (compress.go)
-	e.Any("/api/v1/*", echo.WrapHandler(prom))
-	e.GET("/api/v1/targets", echo.WrapHandler(s.targetsWithRefusals(prom))) // storage.max_series in lastError
+	// Gzip once, at its fastest level, outside every layer that amends
+	// the JSON (compress.go).
+	compressed := compressAPI(prom)
+	e.Any("/api/v1/*", echo.WrapHandler(compressed))
+	e.GET("/api/v1/targets", echo.WrapHandler(compressAPI(s.targetsWithRefusals(prom)))) // storage.max_series in lastError
 
 	limit := s.limitBody
-	e.POST("/api/v1/write", echo.WrapHandler(s.guardRemoteWrite(prom)), s.ingestGate, limit)
+	e.POST("/api/v1/write", echo.WrapHandler(s.guardRemoteWrite(compressed)), s.ingestGate, limit)
 	e.POST("/api/v1/import/prometheus", s.importPrometheus, s.ingestGate, limit, s.decodeBody)
 	e.GET("/api/v1/status/config", s.statusConfig)
 	e.GET("/api/v1/status/buildinfo", s.buildInfo)

@@ -54,9 +54,7 @@ func rulesExtensions(rr RulesRetriever) func(http.Handler) http.Handler {
 				next.ServeHTTP(w, r)
 				return
 			}
-			// Prometheus compresses when asked; ask for plain JSON to amend it.
-			r = r.Clone(r.Context())
-			r.Header.Del("Accept-Encoding")
+			// The answer is plain JSON: compressAPI, outside, asked for it.
 			rec := &bufferedResponse{header: http.Header{}, code: http.StatusOK}
 			next.ServeHTTP(rec, r)
 			body := rec.buf.Bytes()

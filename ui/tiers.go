@@ -111,7 +111,7 @@ func (w *tiersWriter) Write(b []byte) (int, error) {
 	if !w.wroteHeader {
 		w.WriteHeader(http.StatusOK)
 	}
-	if w.wroteBody || w.Header().Get("Content-Encoding") != "" || !bytes.HasPrefix(b, successPrefix) {
+	if w.wroteBody || !bytes.HasPrefix(b, successPrefix) {
 		w.wroteBody = true
 		return w.ResponseWriter.Write(b)
 	}
